@@ -1,0 +1,141 @@
+"""Probes: a PTX module with one kernel per chain length, plus what its SASS must be.
+
+A probe is data: its name, the arch, the PTX text, the entry point and input slots of each
+chain length, and the Intent per length that the verifier checks the timed region against.
+``build_static`` assembles it offline (ptxas, no GPU); the hardware path JITs the same PTX
+through the driver (jit.py) and verifies the driver's own cubin.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import ptx, sass, toolchain
+from .ptx import Frame, InputSlot, Template
+from .verify import Intent, Verdict, verify
+
+DEP_LENGTHS = (8, 16, 32)
+SEQ_LENGTHS = (2, 4, 8)
+INDEP_LENGTHS = (8, 16, 32)
+
+
+@dataclass(frozen=True)
+class InstrRow:
+    """One row of an instruction table: a PTX instruction and how to chain it.
+
+    unit: the SASS one op becomes (opcode patterns, see verify.py); None when the compiler
+    emits a multi-instruction sequence or a call (then `signature` names what it must hold).
+    dep: chain style for the dependent (latency) probe, or None with `dep_note` saying why no
+    single-op dependent chain of this instruction can exist.
+    """
+    name: str
+    template: Template
+    unit: tuple[str, ...] | None
+    signature: tuple[str, ...] = ()
+    dep: str | None = "acc"
+    dep_note: str = ""
+    indep: bool = True
+    indep_note: str = ""
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
+
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        return DEP_LENGTHS if self.unit is not None else SEQ_LENGTHS
+
+
+@dataclass
+class Probe:
+    name: str                    # "latency/add.u32"
+    arch: str
+    ptx: str
+    entries: dict[int, str]      # chain length -> kernel name
+    inputs: dict[int, list[InputSlot]]
+    intent: Callable[[int], Intent]
+    ops: dict[int, int]          # chain length -> number of PTX ops timed
+    threads: int = 1
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.ptx.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Static:
+    """A probe assembled and checked offline."""
+    probe: Probe
+    compiler: toolchain.Tool
+    functions: dict[str, sass.Function]
+    regions: dict[int, list[sass.Instr]]
+    verdict: Verdict
+
+    def snapshot_text(self, length: int | None = None) -> str:
+        n = length or min(self.probe.entries)
+        f = self.functions[self.probe.entries[n]]
+        return sass.normalise(f)
+
+
+def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, intent) -> Probe:
+    kernels, entries, inputs, ops = [], {}, {}, {}
+    base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
+    for n in lengths:
+        frame = Frame()
+        body = make_body(n, frame)
+        entry = f"{base}_n{n}"
+        kernels.append(ptx.kernel(entry, frame, body.lines, body.results))
+        entries[n], inputs[n], ops[n] = entry, frame.inputs, n
+    return Probe(name, arch, ptx.module(arch, kernels), entries, inputs, intent, ops)
+
+
+def latency_probe(row: InstrRow, arch: str) -> Probe:
+    """Dependent chain of the row's instruction: cycles per op = latency."""
+    if row.dep is None:
+        raise ValueError(f"{row.name}: no dependent chain ({row.dep_note})")
+    return _build(f"latency/{row.name}", arch, row.lengths,
+                  lambda n, fr: ptx.dependent_chain(row.template, n, fr, row.dep),
+                  lambda n: Intent(n, row.unit, row.signature))
+
+
+def cpi_probe(row: InstrRow, arch: str) -> Probe:
+    """Independent ops: cycles per instruction of an independent sequence (Table V)."""
+    return _build(f"cpi/{row.name}", arch, row.lengths,
+                  lambda n, fr: ptx.independent_ops(row.template, n, fr),
+                  lambda n: Intent(n, row.unit, row.signature))
+
+
+def clock_overhead_probe(arch: str, *, clock64: bool = True) -> Probe:
+    """Two back-to-back clock reads: the timed region must be empty."""
+    name = "clock/back_to_back" + ("" if clock64 else "_32bit")
+    frame = Frame()
+    entry = "clock64_pair" if clock64 else "clock32_pair"
+    text = ptx.module(arch, [ptx.kernel(entry, frame, [], [], clock64=clock64)])
+    return Probe(name, arch, text, {0: entry}, {0: []}, lambda n: Intent(0, ()), {0: 0})
+
+
+def regions_of(probe: Probe, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
+    out = {}
+    for n, entry in probe.entries.items():
+        if entry not in functions:
+            raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS "
+                                   f"(have {sorted(functions)})")
+        out[n] = sass.timed_region(functions[entry])
+    return out
+
+
+def check(probe: Probe, functions: dict[str, sass.Function]) -> tuple[dict, Verdict]:
+    regions = regions_of(probe, functions)
+    return regions, verify(probe.name, regions, probe.intent)
+
+
+def build_static(probe: Probe) -> Static:
+    """Assemble offline with ptxas for the probe's arch, disassemble, verify."""
+    tool = toolchain.find("ptxas", probe.arch)
+    toolchain.find("nvdisasm", probe.arch)
+    cubin = toolchain.assemble(probe.ptx, probe.arch)
+    functions = sass.parse(toolchain.disassemble(cubin, probe.arch))
+    regions, verdict = check(probe, functions)
+    return Static(probe, tool, functions, regions, verdict)

@@ -1,0 +1,148 @@
+"""SASS: parse nvdisasm output, find the timed region, normalise for snapshots."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+_INSTR_RE = re.compile(
+    r"^\s*/\*(?P<off>[0-9a-f]{4,})\*/\s+(?P<body>.*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
+_FUNC_RE = re.compile(r"^//-+\s+\.text\.(?P<name>\S+)\s+-+")
+_LABEL_RE = re.compile(r"^(?P<name>\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$")
+
+
+@dataclass(frozen=True)
+class Instr:
+    offset: int
+    pred: str          # "" or "@P0", "@!P1", ...
+    opcode: str        # mnemonic with its modifiers: "IMAD.MOV.U32"
+    operands: tuple[str, ...]
+    text: str          # as printed, without offset and encoding
+
+    @property
+    def base(self) -> str:
+        """Opcode without modifiers: IMAD.MOV.U32 -> IMAD."""
+        return self.opcode.split(".")[0]
+
+    @property
+    def is_clock_read(self) -> bool:
+        return self.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+            "SR_CLOCKLO" in o for o in self.operands)
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.text
+
+
+@dataclass
+class Function:
+    name: str
+    instrs: list[Instr]
+
+    def opcodes(self) -> Counter:
+        return Counter(i.opcode for i in self.instrs)
+
+
+def parse_instr(offset: int, body: str) -> Instr:
+    body = body.strip().rstrip(";").strip()
+    pred = ""
+    rest = body
+    if rest.startswith("@"):
+        pred, _, rest = rest.partition(" ")
+    opcode, _, ops = rest.strip().partition(" ")
+    operands = tuple(o.strip() for o in _split_operands(ops)) if ops.strip() else ()
+    return Instr(offset, pred, opcode, operands, body)
+
+
+def _split_operands(ops: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in ops:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def parse(text: str) -> dict[str, Function]:
+    """nvdisasm text -> {function name: Function}, in file order."""
+    funcs: dict[str, Function] = {}
+    current: Function | None = None
+    for line in text.splitlines():
+        m = _FUNC_RE.match(line)
+        if m:
+            current = Function(m.group("name"), [])
+            funcs[current.name] = current
+            continue
+        m = _INSTR_RE.match(line)
+        if m and current is not None:
+            body = re.sub(r"/\*.*?\*/", "", m.group("body")).strip()
+            if body:
+                current.instrs.append(parse_instr(int(m.group("off"), 16), body))
+    return funcs
+
+
+class RegionError(ValueError):
+    pass
+
+
+def timed_region(func: Function) -> list[Instr]:
+    """Instructions strictly between the first two clock reads of a function."""
+    idx = [k for k, ins in enumerate(func.instrs) if ins.is_clock_read]
+    if len(idx) < 2:
+        raise RegionError(
+            f"{func.name}: expected two clock reads (CS2R ... SR_CLOCKLO), found {len(idx)}")
+    return func.instrs[idx[0] + 1:idx[1]]
+
+
+def clock_reads(func: Function) -> list[Instr]:
+    return [ins for ins in func.instrs if ins.is_clock_read]
+
+
+def format_listing(instrs: list[Instr]) -> str:
+    return "\n".join(f"  /*{i.offset:04x}*/ {i.text}" for i in instrs)
+
+
+# --- normalisation for snapshots ------------------------------------------------------
+
+_REG_PATTERNS = [
+    ("UR", re.compile(r"\bUR(\d+)\b")),
+    ("UP", re.compile(r"\bUP(\d+)\b")),
+    ("R", re.compile(r"(?<![A-Z_])R(\d+)\b")),
+    ("P", re.compile(r"(?<![A-Z_])P(\d+)\b")),
+    ("B", re.compile(r"(?<![A-Z_])B(\d+)\b")),
+]
+_LABEL_USE = re.compile(r"\.L_x_\d+")
+
+
+def normalise(func: Function) -> str:
+    """Canonical text of a function: offsets and encodings dropped, registers and labels
+    renumbered in order of first appearance, so only real code changes show in a diff."""
+    maps: dict[str, dict[str, str]] = {k: {} for k, _ in _REG_PATTERNS}
+    labels: dict[str, str] = {}
+    lines = []
+    for ins in func.instrs:
+        text = ins.text
+        text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
+        for kind, pat in _REG_PATTERNS:
+            mp = maps[kind]
+            text = pat.sub(lambda m, kind=kind, mp=mp: mp.setdefault(
+                m.group(0), f"{kind.lower()}{len(mp)}"), text)
+        lines.append(re.sub(r"\s+", " ", text).strip())
+    # mark the timed region so a reader sees it
+    out = []
+    n_clock = 0
+    for ins, line in zip(func.instrs, lines):
+        if ins.is_clock_read:
+            n_clock += 1
+            out.append(line + ("    // ---- timed region start" if n_clock == 1 else
+                               "    // ---- timed region end" if n_clock == 2 else ""))
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
