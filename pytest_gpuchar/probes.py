@@ -38,6 +38,7 @@ class InstrRow:
     dep_note: str = ""
     indep: bool = True
     indep_note: str = ""
+    min_arch: int = 0
 
     @property
     def slug(self) -> str:
@@ -57,6 +58,7 @@ class Probe:
     inputs: dict[int, list[InputSlot]]
     intent: Callable[[int], Intent]
     ops: dict[int, int]          # chain length -> number of PTX ops timed
+    out_slots: dict[int, int] = field(default_factory=dict)  # 8-byte slots each kernel writes
     threads: int = 1
 
     @property
@@ -80,7 +82,7 @@ class Static:
 
 
 def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, intent) -> Probe:
-    kernels, entries, inputs, ops = [], {}, {}, {}
+    kernels, entries, inputs, ops, slots = [], {}, {}, {}, {}
     base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
     for n in lengths:
         frame = Frame()
@@ -88,21 +90,23 @@ def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, intent) ->
         entry = f"{base}_n{n}"
         kernels.append(ptx.kernel(entry, frame, body.lines, body.results))
         entries[n], inputs[n], ops[n] = entry, frame.inputs, n
-    return Probe(name, arch, ptx.module(arch, kernels), entries, inputs, intent, ops)
+        slots[n] = ptx.out_bytes(len(body.results), len(frame.inputs)) // ptx.SLOT_BYTES
+    return Probe(name, arch, ptx.module(arch, kernels), entries, inputs, intent, ops, slots)
 
 
-def latency_probe(row: InstrRow, arch: str) -> Probe:
+def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None) -> Probe:
     """Dependent chain of the row's instruction: cycles per op = latency."""
     if row.dep is None:
         raise ValueError(f"{row.name}: no dependent chain ({row.dep_note})")
-    return _build(f"latency/{row.name}", arch, row.lengths,
+    return _build(f"latency/{row.name}", arch, lengths or row.lengths,
                   lambda n, fr: ptx.dependent_chain(row.template, n, fr, row.dep),
                   lambda n: Intent(n, row.unit, row.signature))
 
 
-def cpi_probe(row: InstrRow, arch: str) -> Probe:
+def cpi_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None,
+              prefix: str = "cpi") -> Probe:
     """Independent ops: cycles per instruction of an independent sequence (Table V)."""
-    return _build(f"cpi/{row.name}", arch, row.lengths,
+    return _build(f"{prefix}/{row.name}", arch, lengths or row.lengths,
                   lambda n, fr: ptx.independent_ops(row.template, n, fr),
                   lambda n: Intent(n, row.unit, row.signature))
 
@@ -113,7 +117,8 @@ def clock_overhead_probe(arch: str, *, clock64: bool = True) -> Probe:
     frame = Frame()
     entry = "clock64_pair" if clock64 else "clock32_pair"
     text = ptx.module(arch, [ptx.kernel(entry, frame, [], [], clock64=clock64)])
-    return Probe(name, arch, text, {0: entry}, {0: []}, lambda n: Intent(0, ()), {0: 0})
+    return Probe(name, arch, text, {0: entry}, {0: []}, lambda n: Intent(0, ()), {0: 0},
+                 {0: ptx.out_bytes(0, 0) // ptx.SLOT_BYTES})
 
 
 def regions_of(probe: Probe, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
@@ -122,8 +127,42 @@ def regions_of(probe: Probe, functions: dict[str, sass.Function]) -> dict[int, l
         if entry not in functions:
             raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS "
                                    f"(have {sorted(functions)})")
-        out[n] = sass.timed_region(functions[entry])
+        out[n] = strip_guard(probe.name, sass.timed_region(functions[entry]))
     return out
+
+
+def _is_guard_setup(ins: sass.Instr) -> bool:
+    """The compare of the clock value with -1: ISETP (Volta+: one or two), or on Maxwell/Pascal
+    a carry-setting IADD32I RZ.CC plus ISETP .X; and there the next clock read's retry-counter
+    reset (MOV Rn, RZ)."""
+    if ins.pred:
+        return False
+    if ins.opcode.startswith("ISETP"):
+        return True
+    if ins.opcode == "IADD32I" and ins.operands and ins.operands[0].startswith("RZ.CC"):
+        return True
+    return ins.opcode == "MOV" and len(ins.operands) == 2 and ins.operands[1] == "RZ"
+
+
+def strip_guard(name: str, region: list[sass.Instr]) -> list[sass.Instr]:
+    """Drop the guard that opens every timed region: the compare of the first clock value
+    (one or two ISETP) and the never-taken branch over the body (ptx.kernel). Its cost is
+    fixed, so it cancels in the slope. If the compiler if-converted the branch, every body
+    instruction must carry the guard's predicate instead."""
+    k = 0
+    while k < len(region) and k < 4 and _is_guard_setup(region[k]):
+        k += 1
+    rest = region[k:]
+    if not rest:
+        return rest   # an empty body: the branch to the next instruction was dropped
+    if rest[0].base == "BRA" and rest[0].pred:
+        return rest[1:]
+    preds = {i.pred for i in rest}
+    if len(preds) == 1 and rest[0].pred:
+        return rest
+    raise sass.RegionError(f"{name}: the timed region does not open with the guard (clock "
+                           f"compare + branch); got {rest[0].text}: the compiler restructured "
+                           f"the probe\n{sass.format_listing(region)}")
 
 
 def check(probe: Probe, functions: dict[str, sass.Function]) -> tuple[dict, Verdict]:

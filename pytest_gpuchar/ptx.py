@@ -51,6 +51,7 @@ class Frame:
         self.decls: dict[int, int] = {}   # width -> count
         self.loads: list[str] = []
         self.inputs: list[InputSlot] = []
+        self.loaded: list[str] = []       # register holding each input slot (32-bit for preds)
 
     def reg(self, width: int) -> str:
         n = self.decls.get(width, 0)
@@ -67,9 +68,11 @@ class Frame:
             r = self.reg(1)
             self.loads.append(f"ld.global.b32 {tmp}, [%in+{slot * SLOT_BYTES}];")
             self.loads.append(f"setp.ne.b32 {r}, {tmp}, 0;")
+            self.loaded.append(tmp)
             return r
         r = self.reg(width)
         self.loads.append(f"ld.global.b{width} {r}, [%in+{slot * SLOT_BYTES}];")
+        self.loaded.append(r)
         return r
 
     def declarations(self) -> list[str]:
@@ -84,7 +87,17 @@ def header(arch: str, version: str | None = None) -> str:
 
 def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, int]],
            *, clock64: bool = True) -> str:
-    """One timed probe kernel: loads, clock, body, clock, stores."""
+    """One timed probe kernel.
+
+    Layout: a loop run `iters` times (a kernel parameter; launched with 2): each pass loads the
+    operands (not loop-invariant as far as the compiler knows: the loop stores to memory that
+    may alias), stores them to a scratch area so they have arrived before the clock starts,
+    reads the clock, branches over the body on a predicate computed from that clock value and
+    never true in practice (the clock equal to 2^64-1), so the body is its own basic block that
+    no body instruction can leave and the compare cannot be hoisted above the clock read,
+    reads the clock again and stores the difference and every result. The first pass warms the
+    instruction cache; the stored figure is the last pass's.
+    """
     clk = "%clock64" if clock64 else "%clock"
     tw = 64 if clock64 else 32
     t0, t1, dt = frame.reg(tw), frame.reg(tw), frame.reg(tw)
@@ -97,32 +110,65 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
             reg, width = tmp, 32
         stores.append(f"st.global.b{width} [%out+{off}], {reg};")
         off += SLOT_BYTES
+    settle = []
+    for slot in frame.inputs:
+        width = 32 if slot.width == 1 else slot.width
+        settle.append(f"st.global.b{width} [%scratch+{slot.slot * SLOT_BYTES}], "
+                      f"{_loaded_reg(frame, slot.slot)};")
     dt_store = (f"st.global.b64 [%out], {dt};" if clock64 else
                 f"st.global.b32 [%out], {dt};")
+    n_in = max(1, len(frame.inputs)) * SLOT_BYTES
     lines = [
-        f".visible .entry {name}(.param .u64 out_param, .param .u64 in_param)",
+        f".visible .entry {name}(.param .u64 out_param, .param .u64 in_param, "
+        f".param .u32 iters_param)",
         "{",
-        ".reg .b64 %out, %in, %toff;",
-        ".reg .b32 %tidx;",
+        ".reg .b64 %out, %in, %scratch, %toff;",
+        ".reg .b32 %tidx, %iters, %it, %step;",
+        ".reg .pred %never, %again;",
         *frame.declarations(),
         "ld.param.u64 %out, [out_param];",
         "ld.param.u64 %in, [in_param];",
+        "ld.param.u32 %iters, [iters_param];",
+        # the pass count lives in a register (no re-load into the timed region)
         "mov.u32 %tidx, %tid.x;",
-        f"mul.wide.u32 %toff, %tidx, {max(1, len(frame.inputs)) * SLOT_BYTES};",
+        f"mul.wide.u32 %toff, %tidx, {n_in};",
         "add.u64 %in, %in, %toff;",
-        f"mul.wide.u32 %toff, %tidx, {off};",
+        f"mul.wide.u32 %toff, %tidx, {off + n_in};",
         "add.u64 %out, %out, %toff;",
+        f"add.u64 %scratch, %out, {off};",
+        "mov.u32 %it, 0;",
+        "$PASS:",
         *frame.loads,
+        *settle,
         f"mov.u{tw} {t0}, {clk};",
+        f"setp.eq.u{tw} %never, {t0}, {'-1' if tw == 64 else '-1'};",
+        "@%never bra $BODY_END;",
         *body,
+        "$BODY_END:",
         f"mov.u{tw} {t1}, {clk};",
         f"sub.s{tw} {dt}, {t1}, {t0};",
         dt_store,
         *stores,
+        # the increment depends on the second clock read (dt >= 1 always, unknown to the
+        # compiler), so no loop-control instruction can be scheduled into the timed region
+        f"min.u{tw} {dt}, {dt}, 1;",
+        f"cvt.u32.u{tw} %step, {dt};" if tw == 64 else f"mov.u32 %step, {dt};",
+        "add.u32 %it, %it, %step;",
+        "setp.lt.u32 %again, %it, %iters;",
+        "@%again bra $PASS;",
         "ret;",
         "}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _loaded_reg(frame: Frame, slot: int) -> str:
+    return frame.loaded[slot]
+
+
+def out_bytes(n_results: int, n_inputs: int) -> int:
+    """Bytes one thread's `out` region needs: cycles, results, then the settle scratch."""
+    return SLOT_BYTES * (1 + n_results) + max(1, n_inputs) * SLOT_BYTES
 
 
 def module(arch: str, kernels: list[str], *, version: str | None = None) -> str:
@@ -155,16 +201,20 @@ class Template:
         return _FIELD_RE.sub(lambda m: regs[m.group(1)], self.text)
 
 
-def _glue_lines(t: Template, frame: Frame, d: str, a: str) -> list[str]:
+def _glue_lines(t: Template, frame: Frame, d: str, a: str, *, load: bool = False) -> list[str]:
+    """The glue after one op; its extra fields are fresh registers, or (``load``) values
+    loaded per position (e.g. the high half that widens a 32-bit result to the next 64-bit
+    source: a value the compiler cannot know, so the widened value is a real operand)."""
     if not t.glue:
         return []
     fields = {"d": d, "a": a}
-    for f in set(_FIELD_RE.findall(t.glue)) - {"d", "a"}:
-        fields[f] = frame.reg(t.operands[f].width)
+    for f in sorted(set(_FIELD_RE.findall(t.glue)) - {"d", "a"}):
+        o = t.operands[f]
+        fields[f] = frame.load(o.width, o.kind) if load else frame.reg(o.width)
     return [_FIELD_RE.sub(lambda m: fields[m.group(1)], t.glue)]
 
 
-CHAIN_STYLES = ("acc", "self", "fib", "distinct")
+CHAIN_STYLES = ("acc", "self", "fib", "distinct", "keep", "widen")
 
 
 def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
@@ -176,6 +226,14 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
       self     - the chain value itself (x = op(x, x, x))
       fib      - two chain registers taking turns (x = op(x, y); y = op(y, x))
       distinct - a different loaded value per position, cycling over `pool` registers
+      keep     - as distinct, but every op writes a fresh register and every intermediate
+                 result is stored after the region: each value has a second use, so the
+                 compiler cannot merge two ops into one (two and/or/xor into one LOP3,
+                 min(min(x, s), t) ...) or drop an op whose result is otherwise unused
+      widen    - as acc, but the glue's extra fields are loaded per position instead of
+                 left undefined: for ops whose result is narrower than their source
+                 (popc.b64, clz.b64, bfind.u64: 32-bit result, 64-bit source), the next
+                 source is {result, loaded high half}
     """
     if style not in CHAIN_STYLES:
         raise ValueError(f"unknown chain style {style!r}; one of {CHAIN_STYLES}")
@@ -186,9 +244,10 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
     x = frame.load(a_op.width, a_op.kind)
     y = frame.load(a_op.width, t.operands.get("b", a_op).kind) if style == "fib" else None
     fixed = {f: frame.load(t.operands[f].width, t.operands[f].kind)
-             for f in src if f != "a"} if style in ("acc", "fib") else {}
+             for f in src if f != "a"} if style in ("acc", "fib", "widen") else {}
     pools = {f: [frame.load(t.operands[f].width, t.operands[f].kind) for _ in range(pool)]
-             for f in src if f != "a"} if style == "distinct" else {}
+             for f in src if f != "a"} if style in ("distinct", "keep") else {}
+    kept: list[tuple[str, int]] = []
     lines: list[str] = []
     cur, other = x, y
     for k in range(n):
@@ -201,18 +260,24 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
                     f, frame.load(t.operands[f].width, t.operands[f].kind))
             elif style == "fib" and f == "b":
                 regs[f] = other
-            elif style == "distinct":
+            elif style in ("distinct", "keep"):
                 regs[f] = pools[f][(k + src.index(f)) % pool]
             else:
                 regs[f] = fixed[f]
-        d = cur if same else frame.reg(d_op.width)
+        d = cur if same and style != "keep" else frame.reg(d_op.width)
         regs["d"] = d
         lines.append(t.render(regs))
-        if not same:
-            lines += _glue_lines(t, frame, d, cur)
+        if style == "keep":
+            kept.append((d, d_op.width))
+            if t.glue:
+                lines += _glue_lines(t, frame, d, cur)
+            else:
+                cur = d
+        elif not same:
+            lines += _glue_lines(t, frame, d, cur, load=style == "widen")
         if style == "fib":
             cur, other = other, cur
-    results = [(x, a_op.width)] + ([(y, a_op.width)] if y else [])
+    results = [(x, a_op.width)] + ([(y, a_op.width)] if y else []) + kept
     return Body(lines, results)
 
 

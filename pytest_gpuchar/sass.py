@@ -43,7 +43,8 @@ class Function:
 
 
 def parse_instr(offset: int, body: str) -> Instr:
-    body = body.strip().rstrip(";").strip()
+    # Maxwell/Pascal listings group dual-issued pairs in { ... }
+    body = body.strip().strip("{}").strip().rstrip(";").strip()
     pred = ""
     rest = body
     if rest.startswith("@"):
@@ -92,17 +93,54 @@ class RegionError(ValueError):
     pass
 
 
+# On sm_50..sm_62 a 64-bit clock read is a retry loop: CS2R CLOCKHI, CS2R CLOCKLO, CS2R CLOCKHI,
+# then "if the high words differ, count and retry". These opcodes close such a read.
+_RETRY_TAIL = ("ISETP.NE.U32.AND", "BRA", "IADD32I", "ISETP.GE.U32.AND", "BRA")
+
+
+def _is_clock_sr(ins: Instr) -> bool:
+    return ins.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+        o.startswith("SR_CLOCK") for o in ins.operands)
+
+
+def clock_groups(func: Function) -> list[tuple[int, int]]:
+    """(first, last) instruction index of each clock read, retry loops included."""
+    groups = []
+    k, ins = 0, func.instrs
+    while k < len(ins):
+        if not _is_clock_sr(ins[k]):
+            k += 1
+            continue
+        start = k
+        while k + 1 < len(ins) and _is_clock_sr(ins[k + 1]):
+            k += 1
+        tail = [i.opcode for i in ins[k + 1:k + 1 + len(_RETRY_TAIL)]]
+        if k > start and tail == list(_RETRY_TAIL):
+            k += len(_RETRY_TAIL)
+        groups.append((start, k))
+        k += 1
+    return groups
+
+
 def timed_region(func: Function) -> list[Instr]:
     """Instructions strictly between the first two clock reads of a function."""
-    idx = [k for k, ins in enumerate(func.instrs) if ins.is_clock_read]
-    if len(idx) < 2:
+    groups = clock_groups(func)
+    if len(groups) < 2:
         raise RegionError(
-            f"{func.name}: expected two clock reads (CS2R ... SR_CLOCKLO), found {len(idx)}")
-    return func.instrs[idx[0] + 1:idx[1]]
+            f"{func.name}: expected two clock reads (CS2R ... SR_CLOCKLO), found {len(groups)}")
+    region = func.instrs[groups[0][1] + 1:groups[1][0]]
+    # Maxwell/Pascal: the second read's retry counter is reset (MOV Rn, RZ) wherever the
+    # scheduler likes; it belongs to the clock read, not to the probe.
+    start, end = groups[1]
+    counters = {i.operands[0] for i in func.instrs[start:end + 1]
+                if i.opcode == "IADD32I" and len(i.operands) == 3 and i.operands[0] == i.operands[1]}
+    return [i for i in region if not (i.opcode == "MOV" and len(i.operands) == 2
+                                      and i.operands[1] == "RZ" and i.operands[0] in counters)]
 
 
-def clock_reads(func: Function) -> list[Instr]:
-    return [ins for ins in func.instrs if ins.is_clock_read]
+def clock_reads(func: Function) -> list[list[Instr]]:
+    """The instructions of each clock read (one CS2R, or a Maxwell/Pascal retry loop)."""
+    return [func.instrs[a:b + 1] for a, b in clock_groups(func)]
 
 
 def format_listing(instrs: list[Instr]) -> str:
@@ -136,13 +174,10 @@ def normalise(func: Function) -> str:
                 m.group(0), f"{kind.lower()}{len(mp)}"), text)
         lines.append(re.sub(r"\s+", " ", text).strip())
     # mark the timed region so a reader sees it
-    out = []
-    n_clock = 0
-    for ins, line in zip(func.instrs, lines):
-        if ins.is_clock_read:
-            n_clock += 1
-            out.append(line + ("    // ---- timed region start" if n_clock == 1 else
-                               "    // ---- timed region end" if n_clock == 2 else ""))
-        else:
-            out.append(line)
+    groups = clock_groups(func)
+    marks = {}
+    if len(groups) >= 2:
+        marks = {groups[0][1]: "    // ---- timed region start",
+                 groups[1][0]: "    // ---- timed region end"}
+    out = [line + marks.get(k, "") for k, line in enumerate(lines)]
     return "\n".join(out) + "\n"

@@ -19,6 +19,10 @@ from dataclasses import dataclass, field
 from .sass import Instr, format_listing
 
 # Opcodes a compiler may hoist out of N copies of a sequence (constants, register moves).
+# Opcodes the compiler picks between freely for the same operation (e.g. sm_90 uses VIADD in
+# some copies of a sequence and IADD3 in others); sequences are compared modulo these.
+CANONICAL = {"VIADD": "IADD3", "IMAD.IADD": "IADD3", "IADD": "IADD3", "VIMNMX": "IMNMX",
+             "VIMNMX.U32": "IMNMX.U32", "IMAD.SHL.U32": "SHF.L.U32", "IMAD.SHL": "SHF.L.U32"}
 MOVE_OPCODES = ("MOV", "IMAD.MOV", "IMAD.MOV.U32", "UMOV")
 SETUP_OPCODES = ("MOV", "MOV32I", "IMAD.MOV", "IMAD.MOV.U32", "UMOV", "ULDC", "ULDC.64",
                  "HFMA2.MMA", "CS2R")
@@ -38,7 +42,8 @@ class Intent:
         if self.unit is None:
             sig = f" including {', '.join(self.signature)}" if self.signature else ""
             return f"{self.count} x (one compiler sequence{sig})"
-        return f"{self.count} x [{' + '.join(self.unit)}]"
+        return f"{self.count} x [{' + '.join(self.unit)}] (~: link, absent after the last op)" \
+            if any(u.startswith("~") for u in self.unit) else f"{self.count} x [{' + '.join(self.unit)}]"
 
 
 def matches(opcode: str, pattern: str) -> bool:
@@ -48,7 +53,7 @@ def matches(opcode: str, pattern: str) -> bool:
 @dataclass
 class Verdict:
     ok: bool
-    unit: Counter = field(default_factory=Counter)   # opcode multiset of one op
+    unit: dict = field(default_factory=dict)   # opcode -> instructions per PTX op
     base: Counter = field(default_factory=Counter)   # hoisted setup, not per op
     message: str = ""
 
@@ -61,11 +66,17 @@ def _fail(probe: str, why: str, regions: dict[int, list[Instr]], intent: Intent)
 
 
 def check_exact(region: list[Instr], unit: tuple[str, ...], count: int) -> str | None:
-    """None if `region` is exactly `count` copies of `unit`, else the reason."""
+    """None if `region` is exactly `count` copies of `unit`, else the reason.
+
+    A unit pattern written ``~PAT`` is the link between one op and the next (e.g. the
+    zero-extension a 16-bit result needs before it feeds the next op): it must appear
+    `count` or `count - 1` times, since the last op's result needs no link inside the region.
+    """
+    pats = [p.lstrip("~") for p in unit]
     need = [count] * len(unit)
     extra = []
     for ins in region:
-        for k, pat in enumerate(unit):
+        for k, pat in enumerate(pats):
             if need[k] > 0 and matches(ins.opcode, pat):
                 need[k] -= 1
                 break
@@ -74,8 +85,10 @@ def check_exact(region: list[Instr], unit: tuple[str, ...], count: int) -> str |
     if extra:
         return (f"unexpected instructions in the timed region: "
                 f"{dict(Counter(extra))}")
+    need = [0 if unit[k].startswith("~") and need[k] <= 1 else need[k]
+            for k in range(len(unit))]
     if any(need):
-        short = {unit[k]: count - need[k] for k in range(len(unit)) if need[k]}
+        short = {pats[k]: count - need[k] for k in range(len(unit)) if need[k]}
         return (f"too few intended instructions (folded, hoisted or eliminated?): "
                 f"found {short}, wanted {count} of each")
     return None
@@ -94,9 +107,10 @@ def verify(probe: str, regions: dict[int, list[Instr]], intent_for) -> Verdict:
             why = check_exact(regions[n], intents[n].unit, intents[n].count)
             if why:
                 raise _fail(probe, f"chain length {n}: {why}", regions, intents[n])
-        unit = Counter()
-        for pat in first.unit:
-            unit[pat] += 1
+        # what the compiler actually chose, per op (alternatives may mix: 0.5 IADD3 + 0.5 IMAD.IADD)
+        n0 = lengths[0]
+        seen = Counter(i.opcode for i in regions[n0])
+        unit = {op: round(c / intents[n0].count, 3) for op, c in sorted(seen.items())}
         return Verdict(True, unit, Counter(), "exact")
     return _verify_sequence(probe, regions, intents)
 
@@ -109,8 +123,8 @@ def _verify_sequence(probe: str, regions: dict[int, list[Instr]],
                     intents[lengths[0]])
     # Register moves are the register allocator's, not the probed operation's: their number
     # may differ between copies of a sequence, so they are left out of the linearity check.
-    counts = {n: Counter(i.opcode for i in regions[n] if i.opcode not in MOVE_OPCODES)
-              for n in lengths}
+    counts = {n: Counter(CANONICAL.get(i.opcode, i.opcode) for i in regions[n]
+                         if i.opcode not in MOVE_OPCODES) for n in lengths}
     counts_n = {n: intents[n].count for n in lengths}
     unit: Counter | None = None
     for a, b in zip(lengths, lengths[1:]):
@@ -146,4 +160,4 @@ def _verify_sequence(probe: str, regions: dict[int, list[Instr]],
         if not any(matches(op, pat) for op in unit):
             raise _fail(probe, f"the per-op sequence {dict(unit)} lacks {pat}", regions,
                         intents[n0])
-    return Verdict(True, unit, base, "sequence")
+    return Verdict(True, dict(sorted(unit.items())), base, "sequence")
