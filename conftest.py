@@ -1,0 +1,2 @@
+"""Repository-level conftest: pytester for the plugin's own unit tests (tests/unit)."""
+pytest_plugins = ["pytester"]

@@ -1,0 +1,409 @@
+"""Per-arch expectation files: schema validation with file:line:key errors, lookup with
+per-device overrides, comparison of a measurement, and atomic regeneration from a run.
+
+File layout (``expectations/<arch>.yaml``)::
+
+    schema: 1
+    arch: sm_80
+    description: free text
+    sources:                       # short names used by the entries' `source`
+      ampere22: "Abdelkhalik et al., Demystifying the Nvidia Ampere Architecture ..., 2022"
+    characteristics:
+      latency.add.u32:             # <kind>.<row>
+        value: 4                   # or  range: [190, 235]  or  one_of: [0, 6]  or  value: null
+        unit: cycles
+        tolerance: {abs: 1, rel: 0.1}   # required for any numeric expectation
+        source: ampere22 Table II
+        method: ...                # optional: how the figure was measured
+        note: ...                  # optional
+        provenance: {...}          # optional: a measured run's device/driver/toolkit/clock/date
+    mappings:
+      add.u32:
+        paper: IADD                # SASS as the paper printed it (historical record)
+        source: ampere22 Table V
+    devices:                       # per-device overrides of characteristics
+      "NVIDIA H100 80GB HBM3":
+        characteristics: {...}
+
+Only safe YAML loading is used.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from . import archs
+
+SCHEMA_VERSION = 1
+ROOT = Path(__file__).resolve().parent.parent / "expectations"
+TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
+            "devices", "provenance"}
+ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
+              "provenance", "status"}
+UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
+         "ops/clk/SM", "B/clk/SM", "count", "bool"}
+
+
+class ExpectationError(ValueError):
+    """A malformed expectation file: the message starts with file:line: and names the key."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    key: str
+    unit: str
+    value: float | None = None
+    range: tuple[float, float] | None = None
+    one_of: tuple[float, ...] | None = None
+    abs_tol: float = 0.0
+    rel_tol: float = 0.0
+    source: str = ""
+    method: str = ""
+    note: str = ""
+    origin: str = ""          # file:line the entry came from
+
+    @property
+    def numeric(self) -> bool:
+        return self.value is not None or self.range is not None or self.one_of is not None
+
+    def allowance(self, ref: float) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(ref))
+
+    def check(self, measured: float) -> bool:
+        if measured is None or not math.isfinite(measured):
+            return False   # NaN/Inf never passes as "within tolerance"
+        if self.range is not None:
+            lo, hi = self.range
+            return lo - self.allowance(lo) <= measured <= hi + self.allowance(hi)
+        if self.one_of is not None:
+            return any(abs(measured - v) <= self.allowance(v) for v in self.one_of)
+        if self.value is not None:
+            return abs(measured - self.value) <= self.allowance(self.value)
+        return True
+
+    def describe(self) -> str:
+        tol = []
+        if self.abs_tol:
+            tol.append(f"±{self.abs_tol:g}")
+        if self.rel_tol:
+            tol.append(f"±{self.rel_tol:.0%}")
+        t = f" ({' or '.join(tol)})" if tol else ""
+        if self.range is not None:
+            return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}"
+        if self.one_of is not None:
+            return f"one of {', '.join(f'{v:g}' for v in self.one_of)} {self.unit}{t}"
+        if self.value is not None:
+            return f"{self.value:g} {self.unit}{t}"
+        return f"(no numeric value: {self.note or 'see source'})"
+
+    def deviation(self, measured: float) -> float | None:
+        ref = self.value
+        if ref is None and self.range is not None:
+            lo, hi = self.range
+            ref = lo if measured < lo else hi if measured > hi else measured
+        if ref is None and self.one_of is not None:
+            ref = min(self.one_of, key=lambda v: abs(v - measured))
+        return None if ref is None else measured - ref
+
+
+@dataclass
+class ArchExpectations:
+    arch: str
+    path: Path
+    characteristics: dict[str, Expected]
+    mappings: dict[str, dict[str, Any]]
+    devices: dict[str, dict[str, Expected]]
+    sources: dict[str, str]
+    raw: dict = field(repr=False, default_factory=dict)
+
+    def get(self, key: str, device: str | None = None) -> Expected | None:
+        if device and device in self.devices and key in self.devices[device]:
+            return self.devices[device][key]
+        return self.characteristics.get(key)
+
+
+# --- loading with line numbers -----------------------------------------------------------
+
+def _err(path: Path, node, key: str, msg: str) -> ExpectationError:
+    line = node.start_mark.line + 1 if node is not None else 0
+    return ExpectationError(f"{path}:{line}: {key}: {msg}")
+
+
+def _mapping_items(path: Path, node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, key, "expected a mapping")
+    seen = set()
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode):
+            raise _err(path, k, key, "keys must be plain strings")
+        if k.value in seen:
+            raise _err(path, k, f"{key}.{k.value}" if key else k.value, "duplicate key")
+        seen.add(k.value)
+        yield k.value, k, v
+
+
+def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
+    val = _construct(node)
+    if val is None and allow_null:
+        return None
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise _err(path, node, key, f"expected a number, got {val!r}")
+    return float(val)
+
+
+def _construct(node):
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def _entry(path: Path, key: str, node) -> Expected:
+    fields = dict((k, (kn, v)) for k, kn, v in _mapping_items(path, node, key))
+    for k, (kn, _) in fields.items():
+        if k not in ENTRY_KEYS:
+            raise _err(path, kn, f"{key}.{k}",
+                       f"unknown field; allowed: {', '.join(sorted(ENTRY_KEYS))}")
+    if "unit" not in fields:
+        raise _err(path, node, key, "missing 'unit'")
+    unit = _construct(fields["unit"][1])
+    if unit not in UNITS:
+        raise _err(path, fields["unit"][1], f"{key}.unit",
+                   f"unknown unit {unit!r}; one of {', '.join(sorted(UNITS))}")
+    given = [k for k in ("value", "range", "one_of") if k in fields]
+    if not given:
+        raise _err(path, node, key, "missing 'value' (or 'range' / 'one_of')")
+    if len(given) > 1:
+        raise _err(path, node, key, f"give only one of value/range/one_of, not {given}")
+    value = rng = one_of = None
+    if "value" in fields:
+        value = _number(path, fields["value"][1], f"{key}.value", allow_null=True)
+    if "range" in fields:
+        n = fields["range"][1]
+        if not isinstance(n, yaml.SequenceNode) or len(n.value) != 2:
+            raise _err(path, n, f"{key}.range", "expected [low, high]")
+        lo, hi = (_number(path, x, f"{key}.range") for x in n.value)
+        if lo > hi:
+            raise _err(path, n, f"{key}.range", f"low {lo:g} > high {hi:g}")
+        rng = (lo, hi)
+    if "one_of" in fields:
+        n = fields["one_of"][1]
+        if not isinstance(n, yaml.SequenceNode) or not n.value:
+            raise _err(path, n, f"{key}.one_of", "expected a non-empty list of numbers")
+        one_of = tuple(_number(path, x, f"{key}.one_of") for x in n.value)
+    numeric = value is not None or rng is not None or one_of is not None
+    abs_tol = rel_tol = 0.0
+    if "tolerance" in fields:
+        tn = fields["tolerance"][1]
+        for tk, tkn, tv in _mapping_items(path, tn, f"{key}.tolerance"):
+            if tk not in ("abs", "rel"):
+                raise _err(path, tkn, f"{key}.tolerance.{tk}", "allowed: abs, rel")
+            v = _number(path, tv, f"{key}.tolerance.{tk}")
+            if v < 0:
+                raise _err(path, tv, f"{key}.tolerance.{tk}", "must be >= 0")
+            if tk == "abs":
+                abs_tol = v
+            else:
+                rel_tol = v
+    elif numeric and rng is None:
+        raise _err(path, node, key, "missing 'tolerance' (abs and/or rel)")
+    if value is None and not numeric and "note" not in fields:
+        raise _err(path, node, key, "value: null needs a 'note' saying why")
+    text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
+    if "source" not in text:
+        raise _err(path, node, key, "missing 'source'")
+    return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
+                    text.get("method", ""), text.get("note", ""),
+                    f"{path}:{node.start_mark.line + 1}")
+
+
+def load_file(path: str | Path) -> ArchExpectations:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ExpectationError(f"{path}:0: (file): cannot read: {e}") from e
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> ArchExpectations:
+    """Validate and load expectation YAML text; `path` names it in errors."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else 0
+        raise ExpectationError(f"{path}:{line}: (syntax): {getattr(e, 'problem', e)}") from e
+    if root is None:
+        raise ExpectationError(f"{path}:1: (file): empty expectation file")
+    top = {k: (kn, v) for k, kn, v in _mapping_items(path, root, "")}
+    for k, (kn, _) in top.items():
+        if k not in TOP_KEYS:
+            raise _err(path, kn, k, f"unknown top-level key; allowed: {', '.join(sorted(TOP_KEYS))}")
+    for req in ("schema", "arch"):
+        if req not in top:
+            raise _err(path, root, req, "missing")
+    schema = _construct(top["schema"][1])
+    if schema != SCHEMA_VERSION:
+        raise _err(path, top["schema"][1], "schema", f"unsupported version {schema!r}")
+    arch_node = top["arch"][1]
+    arch = _construct(arch_node)
+    try:
+        arch = archs.validate(str(arch))
+    except archs.UnknownArch as e:
+        raise _err(path, arch_node, "arch", str(e)) from None
+    if path.stem != arch and path.stem.startswith("sm_"):
+        raise _err(path, arch_node, "arch", f"file is named {path.name} but says {arch}")
+    chars = {}
+    if "characteristics" in top:
+        for k, _, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
+            chars[k] = _entry(path, k, v)
+    mappings = {}
+    if "mappings" in top:
+        for k, kn, v in _mapping_items(path, top["mappings"][1], "mappings"):
+            m = _construct(v)
+            if not isinstance(m, dict) or "paper" not in m and "sass" not in m:
+                raise _err(path, v, f"mappings.{k}", "expected a mapping with 'paper' and/or 'sass'")
+            mappings[k] = m
+    devices = {}
+    if "devices" in top:
+        for dname, _, dnode in _mapping_items(path, top["devices"][1], "devices"):
+            dd = {}
+            for sk, skn, sv in _mapping_items(path, dnode, f"devices.{dname}"):
+                if sk != "characteristics":
+                    raise _err(path, skn, f"devices.{dname}.{sk}", "allowed: characteristics")
+                for k, _, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
+                    dd[k] = _entry(path, f"devices.{dname}.{k}", v)
+            devices[dname] = dd
+    sources = _construct(top["sources"][1]) if "sources" in top else {}
+    return ArchExpectations(arch, path, chars, mappings, devices, sources or {},
+                            yaml.safe_load(text))
+
+
+def available(root: Path = ROOT) -> dict[str, Path]:
+    """arch -> file for every expectations/<arch>.yaml."""
+    return {p.stem: p for p in sorted(root.glob("sm_*.yaml"))}
+
+
+_LOADED: dict[Path, ArchExpectations] = {}
+
+
+def load(arch: str, root: Path = ROOT) -> ArchExpectations | None:
+    path = root / f"{arch}.yaml"
+    if not path.exists():
+        return None
+    if path not in _LOADED:
+        _LOADED[path] = load_file(path)
+    return _LOADED[path]
+
+
+# --- regeneration from a measured run (never done by a test run) ---------------------------
+
+def atomic_write(path: Path, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
+                        abs_tol: float = 1.0, rel_tol: float = 0.05,
+                        keys: set[str] | None = None) -> list[str]:
+    """Write measured values into an expectation file: atomically, keeping every entry it does
+    not change and the file's own provenance. Returns the keys written."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text()) if path.exists() else None
+    arch = path.stem
+    if data is None:
+        data = {"schema": SCHEMA_VERSION, "arch": arch, "characteristics": {}}
+    target = data.setdefault("characteristics", {})
+    if device:
+        target = data.setdefault("devices", {}).setdefault(device, {}).setdefault(
+            "characteristics", {})
+    written = []
+    for r in results:
+        if r.get("arch") != arch or r.get("value") is None or r.get("status") in (
+                "invalid", "unstable", "error"):
+            continue
+        if keys and r["key"] not in keys:
+            continue
+        old = target.get(r["key"], {})
+        prov = r.get("provenance", {})
+        entry = {
+            "value": round(float(r["value"]), 2),
+            "unit": r.get("unit", "cycles"),
+            "tolerance": old.get("tolerance") or {"abs": abs_tol, "rel": rel_tol},
+            "source": f"measured {prov.get('date', '')[:10]} on {prov.get('device', '?')}",
+            "method": r.get("method", ""),
+            "provenance": {k: prov[k] for k in sorted(prov)},
+        }
+        if "note" in old:
+            entry["note"] = old["note"]
+        target[r["key"]] = entry
+        written.append(r["key"])
+    text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
+    parse(text, path)   # validate before replacing: a bad write must never land
+    atomic_write(path, text)
+    _LOADED.pop(path, None)
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="gpuchar-expectations",
+        description="Check expectation files, or (re)generate an arch's values from a measured "
+                    "run's JSON report (atomic; other entries and archs untouched).")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="validate expectation files")
+    c.add_argument("files", nargs="*", type=Path)
+    u = sub.add_parser("update", help="write measured values from a gpuchar JSON report")
+    u.add_argument("--results", required=True, type=Path, help="gpuchar report JSON")
+    u.add_argument("--arch", required=True)
+    u.add_argument("--root", type=Path, default=ROOT)
+    u.add_argument("--device", help="write under devices.<name> instead of the arch values")
+    u.add_argument("--key", action="append", help="only these characteristic keys")
+    u.add_argument("--abs-tol", type=float, default=1.0)
+    u.add_argument("--rel-tol", type=float, default=0.05)
+    args = ap.parse_args(argv)
+    if args.cmd == "check":
+        files = args.files or list(available().values())
+        bad = 0
+        for f in files:
+            try:
+                e = load_file(f)
+                print(f"ok  {f}: {len(e.characteristics)} characteristics, "
+                      f"{len(e.mappings)} mappings, {len(e.devices)} devices")
+            except ExpectationError as err:
+                bad += 1
+                print(f"BAD {err}")
+        return 1 if bad else 0
+    arch = archs.validate(args.arch)
+    report = json.loads(args.results.read_text())
+    results = report.get("results", report)
+    written = update_from_results(args.root / f"{arch}.yaml", results, device=args.device,
+                                  abs_tol=args.abs_tol, rel_tol=args.rel_tol,
+                                  keys=set(args.key) if args.key else None)
+    print(f"wrote {len(written)} values to {args.root / f'{arch}.yaml'}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""JIT through the CUDA driver: cuLinkCreate / cuLinkAddData / cuLinkComplete return the cubin
+the driver's own compiler produced (the code that actually runs), with the JIT's info and
+error logs. Compiled probes are cached by (PTX hash, driver version).
+
+The link calls go through ctypes on libcuda so the JIT logs can be captured; CuPy (which shares
+the primary context) loads and launches the cubin.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import hashlib
+import os
+from dataclasses import dataclass
+
+CU_JIT_INFO_LOG_BUFFER = 3
+CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
+CU_JIT_ERROR_LOG_BUFFER = 5
+CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+CU_JIT_LOG_VERBOSE = 12
+CU_JIT_INPUT_PTX = 1
+LOG_BYTES = 1 << 16
+
+
+class JITError(RuntimeError):
+    """The driver's JIT rejected a probe; the message holds the JIT log."""
+
+
+@dataclass
+class Compiled:
+    cubin: bytes
+    info_log: str
+    module: object      # cupy.cuda.function.Module
+    driver: str
+
+    def function(self, name: str):
+        return self.module.get_function(name)
+
+
+_lib = None
+
+
+def _libcuda():
+    global _lib
+    if _lib is None:
+        name = ctypes.util.find_library("cuda") or "libcuda.so.1"
+        _lib = ctypes.CDLL(name)
+    return _lib
+
+
+def _check(lib, res: int, what: str, log: str = "") -> None:
+    if res != 0:
+        s = ctypes.c_char_p()
+        lib.cuGetErrorString(res, ctypes.byref(s))
+        msg = s.value.decode() if s.value else f"CUresult {res}"
+        raise JITError(f"{what} failed: {msg}" + (f"\nJIT log:\n{log}" if log else ""))
+
+
+def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
+    """JIT `ptx` for the current context's device; returns (cubin, info log)."""
+    from cupy.cuda import runtime
+    runtime.getDevice()  # make sure CuPy's context is current
+    runtime.free(runtime.malloc(1))
+    lib = _libcuda()
+    info = ctypes.create_string_buffer(LOG_BYTES)
+    err = ctypes.create_string_buffer(LOG_BYTES)
+    opts = (ctypes.c_int * 5)(CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                              CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                              CU_JIT_LOG_VERBOSE)
+    vals = (ctypes.c_void_p * 5)(ctypes.cast(info, ctypes.c_void_p).value, LOG_BYTES,
+                                 ctypes.cast(err, ctypes.c_void_p).value, LOG_BYTES, 1)
+    state = ctypes.c_void_p()
+    create = getattr(lib, "cuLinkCreate_v2", None) or lib.cuLinkCreate
+    _check(lib, create(5, opts, vals, ctypes.byref(state)), "cuLinkCreate")
+    try:
+        data = ptx.encode() + b"\0"
+        add = getattr(lib, "cuLinkAddData_v2", None) or lib.cuLinkAddData
+        add.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
+                        ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
+        res = add(state, CU_JIT_INPUT_PTX, data, len(data), name.encode(), 0, None, None)
+        _check(lib, res, f"cuLinkAddData({name})", err.value.decode(errors="replace"))
+        cubin_ptr = ctypes.c_void_p()
+        size = ctypes.c_size_t()
+        res = lib.cuLinkComplete(state, ctypes.byref(cubin_ptr), ctypes.byref(size))
+        _check(lib, res, f"cuLinkComplete({name})", err.value.decode(errors="replace"))
+        cubin = ctypes.string_at(cubin_ptr, size.value)
+    finally:
+        lib.cuLinkDestroy(state)
+    return cubin, info.value.decode(errors="replace")
+
+
+_CACHE: dict[tuple[str, str], Compiled] = {}
+
+
+def compile_probe(ptx: str, driver: str, name: str = "probe.ptx") -> Compiled:
+    """JIT + load, cached by (PTX hash, driver version)."""
+    key = (hashlib.sha256(ptx.encode()).hexdigest(), driver)
+    if key in _CACHE:
+        return _CACHE[key]
+    from cupy.cuda import function
+    cubin, info = link(ptx, name)
+    mod = function.Module()
+    mod.load(cubin)
+    out = Compiled(cubin, info, mod, driver)
+    _CACHE[key] = out
+    return out
+
+
+def jit_cache_disabled() -> bool:
+    return os.environ.get("CUDA_CACHE_DISABLE") == "1"

@@ -1,0 +1,181 @@
+"""Launch verified probes and turn cycle counts into characteristics.
+
+Pipeline for one probe on the GPU: JIT through the driver (jit.py) -> disassemble the driver's
+cubin -> verify the timed regions (verify.py; "probe invalid" raises, no number) -> launch
+every chain length once to warm up and `repeats` times to measure, all in one batch on one
+stream, under a watchdog -> fit cycles against chain length (the slope is the per-op cost;
+fixed costs cancel) -> median, spread, and "unstable" when the spread is too wide.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import jit, probes, sass, toolchain, values
+from .device import DeviceInfo
+
+DEFAULT_REPEATS = 7
+DEFAULT_WATCHDOG_S = 20.0
+PASSES = 2   # kernel passes over the timed region; the first warms the instruction cache
+
+
+class ProbeHang(RuntimeError):
+    """A probe kernel did not finish within the watchdog's limit; the GPU may be wedged."""
+
+
+class GPUWedged(RuntimeError):
+    pass
+
+
+_WEDGED: list[str] = []
+
+
+def wedged() -> str | None:
+    return _WEDGED[0] if _WEDGED else None
+
+
+@dataclass
+class Run:
+    """Raw cycles of one probe: chain length -> one sample per repeat (warm-up dropped)."""
+    probe: probes.Probe
+    cycles: dict[int, list[int]]
+    sass_text: str
+    functions: dict[str, sass.Function]
+    verdict: object
+    jit_log: str = ""
+
+
+@dataclass
+class Fit:
+    value: float                 # median per-op cycles (slope)
+    spread: float                # max - min of the per-repeat slopes
+    slopes: list[float]
+    intercept: float             # fixed cost (clock reads, fill, pending loads)
+    residual: float              # largest deviation of the length medians from the line
+    unstable: bool
+    why_unstable: str = ""
+    medians: dict[int, float] = field(default_factory=dict)
+
+
+def least_squares(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    x = np.asarray(xs, float)
+    y = np.asarray(ys, float)
+    a = np.vstack([x, np.ones_like(x)]).T
+    (m, c), *_ = np.linalg.lstsq(a, y, rcond=None)
+    return float(m), float(c)
+
+
+def fit(cycles: dict[int, list[int]], ops: dict[int, int], *, spread_abs: float = 0.5,
+        spread_rel: float = 0.05) -> Fit:
+    """Slope of cycles against op count. Needs two or more chain lengths."""
+    lengths = sorted(cycles)
+    if len(lengths) < 2:
+        raise ValueError("differential measurement needs at least two chain lengths")
+    xs = [ops[n] for n in lengths]
+    medians = {n: float(statistics.median(cycles[n])) for n in lengths}
+    value, intercept = least_squares(xs, [medians[n] for n in lengths])
+    reps = min(len(cycles[n]) for n in lengths)
+    slopes = [least_squares(xs, [cycles[n][r] for n in lengths])[0] for r in range(reps)]
+    spread = max(slopes) - min(slopes) if slopes else 0.0
+    residual = max(abs(medians[n] - (value * ops[n] + intercept)) for n in lengths)
+    limit = max(spread_abs, spread_rel * abs(value))
+    why = ""
+    if spread > limit:
+        why = f"per-repeat slopes spread {spread:.2f} cycles/op > {limit:.2f}"
+    elif residual > max(2.0, 0.02 * max(medians.values())):
+        why = f"cycles not linear in chain length (residual {residual:.1f} cycles)"
+    return Fit(value, spread, slopes, intercept, residual, bool(why), why, medians)
+
+
+def _poll(event, probe_name: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not event.done:
+        if time.monotonic() > deadline:
+            _WEDGED.append(probe_name)
+            raise ProbeHang(f"watchdog: probe {probe_name} did not finish within {timeout_s:g} s;"
+                            f" the GPU is considered wedged, remaining hardware tests are skipped")
+        time.sleep(0.0005)
+
+
+def verify_jit(probe: probes.Probe, dev: DeviceInfo):
+    """JIT the probe through the driver and verify the SASS the driver produced."""
+    compiled = jit.compile_probe(probe.ptx, dev.driver, probe.name.replace("/", "_") + ".ptx")
+    text = toolchain.disassemble(compiled.cubin, dev.arch)
+    functions = sass.parse(text)
+    regions, verdict = probes.check(probe, functions)
+    return compiled, text, functions, verdict
+
+
+def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
+        watchdog_s: float = DEFAULT_WATCHDOG_S, threads: int = 1) -> Run:
+    """Verify, then launch each chain length 1 + `repeats` times (first is the warm-up)."""
+    if wedged():
+        raise GPUWedged(f"GPU wedged by probe {wedged()}; not launching {probe.name}")
+    import cupy as cp
+    compiled, text, functions, verdict = verify_jit(probe, dev)
+    outs = {}
+    keep = []
+    for n, entry in probe.entries.items():
+        fn = compiled.function(entry)
+        buf = values.input_buffer(probe.inputs[n])
+        d_in = cp.asarray(np.frombuffer(buf, dtype=np.uint8))
+        slots = probe.out_slots.get(n, 1)
+        out = cp.zeros((repeats + 1, slots * threads), dtype=np.int64)
+        keep.append(d_in)
+        for r in range(repeats + 1):
+            fn((1,), (threads,), (out[r], d_in, np.uint32(PASSES)))
+        outs[n] = out
+    ev = cp.cuda.Event()
+    ev.record()
+    _poll(ev, probe.name, watchdog_s)
+    cycles = {n: [int(v) for v in out[1:, 0].get()] for n, out in outs.items()}
+    return Run(probe, cycles, text, functions, verdict, compiled.info_log)
+
+
+SM_CLOCK_PTX = """
+.visible .entry sm_clock(.param .u64 out_param, .param .u32 iters)
+{
+  .reg .b64 %out, %c0, %c1, %t0, %t1;
+  .reg .b32 %n, %i, %x;
+  .reg .pred %p;
+  ld.param.u64 %out, [out_param];
+  ld.param.u32 %n, [iters];
+  mov.u32 %x, %n;
+  mov.u32 %i, 0;
+  mov.u64 %t0, %globaltimer;
+  mov.u64 %c0, %clock64;
+LOOP:
+  mad.lo.u32 %x, %x, 1664525, 1013904223;
+  add.u32 %i, %i, 1;
+  setp.lt.u32 %p, %i, %n;
+  @%p bra LOOP;
+  mov.u64 %c1, %clock64;
+  mov.u64 %t1, %globaltimer;
+  sub.s64 %c1, %c1, %c0;
+  sub.s64 %t1, %t1, %t0;
+  st.global.u64 [%out], %c1;
+  st.global.u64 [%out+8], %t1;
+  st.global.u32 [%out+16], %x;
+  ret;
+}
+"""
+
+
+def sm_clock_mhz(dev: DeviceInfo, iters: int = 2_000_000) -> float:
+    """Effective SM clock during the run: SM cycles (%clock64) over nanoseconds
+    (%globaltimer) across a ~1-10 ms busy loop on one SM."""
+    import cupy as cp
+    from . import ptx as _ptx
+    text = _ptx.header(dev.arch) + SM_CLOCK_PTX
+    fn = jit.compile_probe(text, dev.driver, "sm_clock.ptx").function("sm_clock")
+    out = cp.zeros(3, dtype=np.int64)
+    fn((1,), (1,), (out, np.uint32(iters // 10)))   # warm-up, lets clocks ramp
+    fn((1,), (1,), (out, np.uint32(iters)))
+    ev = cp.cuda.Event()
+    ev.record()
+    _poll(ev, "sm_clock", DEFAULT_WATCHDOG_S)
+    c, t, _ = (int(v) for v in out.get())
+    return c / t * 1000.0 if t > 0 else float("nan")

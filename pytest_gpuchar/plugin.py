@@ -1,0 +1,263 @@
+"""The pytest plugin: options, markers, report header, fixtures, results and summary.
+
+Importing this module imports neither CuPy nor anything that touches CUDA: the GPU is
+detected lazily, once per session, the first time a header, fixture or test asks.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from . import archs, expectations, toolchain
+from .report import Recorder, Result, judge
+
+MARKERS = {
+    "hardware": "needs an NVIDIA GPU of the arch under test; skipped (with the reason) otherwise",
+    "static": "offline PTX->SASS check with ptxas/nvdisasm; runs on any machine",
+    "nightly": "part of the nightly driver-upgrade check",
+    "slow": "takes more than a few seconds",
+}
+
+STATE = pytest.StashKey["GpuChar"]()
+
+
+class GpuChar:
+    """Per-session state: requested archs, lazily detected GPU, results."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        raw = config.getoption("gpu_arch") or config.getini("gpu_arch") or ""
+        self.requested: str | None = None
+        if raw:
+            try:
+                self.requested = archs.validate(raw)
+            except archs.UnknownArch as e:
+                raise pytest.UsageError(f"--gpu-arch: {e}") from None
+        self.repeats = int(config.getoption("gpuchar_repeats"))
+        self.watchdog_s = float(config.getoption("gpuchar_watchdog"))
+        report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
+        self.report_dir = Path(report) if report else None
+        self.recorder = Recorder()
+        self._device = None
+        self.runs: dict = {}
+        self.started = time.time()
+        self.skip_reasons: dict[str, int] = {}
+
+    # -- device ---------------------------------------------------------------------------
+    @property
+    def device(self):
+        if self._device is None:
+            from . import device
+            idx = self.config.getoption("gpuchar_device")
+            self._device = device.detect(None if idx is None else int(idx))
+        return self._device
+
+    def archs(self) -> list[str]:
+        """The archs this run covers."""
+        if self.requested:
+            return [self.requested]
+        dev = self.device
+        if dev:
+            return [dev.arch]
+        have = set(expectations.available())
+        return [a for a in archs.STATIC_ARCHS if a in have] or list(archs.STATIC_ARCHS)
+
+    def require_gpu(self, arch: str):
+        """The GPU if it is of `arch`, else pytest.skip naming what is missing."""
+        from . import measure
+        dev = self.device
+        if not dev:
+            pytest.skip(f"hardware: {dev.reason}")
+        if dev.arch != arch:
+            pytest.skip(f"hardware: GPU is {dev.arch} ({dev.name}) but {arch} was asked")
+        w = measure.wedged()
+        if w:
+            pytest.skip(f"hardware: GPU wedged by probe {w} earlier in this run")
+        return dev
+
+    def provenance(self) -> dict:
+        dev = self.device
+        if not dev:
+            return {}
+        extra = {}
+        clk = self.recorder.meta.get("sm_clock_measured_mhz")
+        if clk:
+            extra["sm_clock_measured_mhz"] = clk
+        return dev.provenance(**extra)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("gpuchar", "GPU instruction-level characterisation")
+    g.addoption("--gpu-arch", dest="gpu_arch", default=None, metavar="sm_XX",
+                help="arch to characterise (default: the GPU present; with no GPU, every arch "
+                     "that has an expectations file, static checks only). Valid: "
+                     + ", ".join(archs.KNOWN_ARCHS))
+    g.addoption("--gpuchar-report", dest="gpuchar_report", default=None, metavar="DIR",
+                help="write gpuchar-results.json and gpuchar-summary.md into DIR")
+    g.addoption("--gpuchar-repeats", dest="gpuchar_repeats", default=7, type=int,
+                help="timed launches per chain length after the warm-up (default 7)")
+    g.addoption("--gpuchar-watchdog", dest="gpuchar_watchdog", default=20.0, type=float,
+                help="seconds a probe kernel may run before it is declared hung (default 20)")
+    g.addoption("--gpuchar-device", dest="gpuchar_device", default=None,
+                help="CUDA device index to use (default $GPUCHAR_DEVICE or 0)")
+    parser.addini("gpu_arch", "default for --gpu-arch", default="")
+    parser.addini("gpuchar_report", "default for --gpuchar-report", default="")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, doc in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    config.stash[STATE] = GpuChar(config)
+
+
+def state(config: pytest.Config) -> GpuChar:
+    return config.stash[STATE]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    st = state(config)
+    lines = [f"gpuchar: archs {', '.join(st.archs())}"
+             + (" (requested)" if st.requested else "")]
+    dev = st.device
+    if dev:
+        lines += [f"gpuchar: {x}" for x in dev.header_lines()]
+    else:
+        lines.append(f"gpuchar: {dev.reason}; hardware tests will be skipped")
+    lines += [f"gpuchar: {x}" for x in toolchain.describe()]
+    return lines
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "arch" in metafunc.fixturenames:
+        st = state(metafunc.config)
+        metafunc.parametrize("arch", st.archs(), scope="session")
+
+
+@pytest.fixture(scope="session")
+def gpuchar(request) -> GpuChar:
+    return state(request.config)
+
+
+@pytest.fixture
+def gpu(gpuchar: GpuChar, arch: str):
+    """The GPU under test (of `arch`), or the test is skipped with the reason."""
+    return gpuchar.require_gpu(arch)
+
+
+@pytest.fixture
+def offline_tools(arch: str):
+    """ptxas and nvdisasm for `arch`, or the test is skipped with the install command."""
+    try:
+        return toolchain.find("ptxas", arch), toolchain.find("nvdisasm", arch)
+    except toolchain.ToolMissing as e:
+        pytest.skip(f"static: {e}")
+
+
+@pytest.fixture
+def expected(arch: str):
+    """The arch's expectation file (validated), or None if there is none."""
+    return expectations.load(arch)
+
+
+@pytest.fixture
+def sass_snapshot(snapshot):
+    from .snapshot import SASSSnapshotExtension
+    return snapshot.use_extension(SASSSnapshotExtension)
+
+
+@pytest.fixture
+def record(request, gpuchar: GpuChar):
+    """record(key, arch, fit|value, unit, ...) -> Result; compares with the expectation file
+    (per-device override first) and keeps the result for the reports."""
+    def _record(key: str, arch: str, value=None, unit: str = "cycles/op", *, fit=None,
+                method: str = "", detail: str = "", data: dict | None = None) -> Result:
+        exp_file = expectations.load(arch)
+        dev = gpuchar.device
+        exp = exp_file.get(key, dev.name if dev else None) if exp_file else None
+        if fit is not None:
+            value = fit.value
+        r = judge(key, arch, value, unit, fit.spread if fit else None,
+                  bool(fit and fit.unstable), fit.why_unstable if fit else "", exp,
+                  method=method, test=request.node.nodeid, detail=detail, data=data or {},
+                  provenance=gpuchar.provenance())
+        if fit is not None:
+            r.data.setdefault("slopes", [round(s, 3) for s in fit.slopes])
+            r.data.setdefault("medians", fit.medians)
+            r.data.setdefault("intercept", round(fit.intercept, 2))
+        return gpuchar.recorder.add(r)
+    return _record
+
+
+def assert_result(r: Result) -> None:
+    """Turn a judged result into the test outcome."""
+    if r.status == "unstable":
+        pytest.xfail(f"unstable: {r.key} = {r.value:.2f} {r.unit}: {r.detail}")
+    if r.status == "fail":
+        raise AssertionError(
+            f"{r.key} on {r.arch}: measured {r.value if r.value is None else round(r.value, 2)}"
+            f" {r.unit}, expected {r.expected} [{r.source}]"
+            + (f"; deviation {r.deviation:+.2f}" if r.deviation is not None else "")
+            + (f"; {r.detail}" if r.detail else ""))
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and report.when in ("setup", "call") and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        group = reason.split(";")[0][:120]
+        st = getattr(pytest_runtest_logreport, "_state", None)
+        if st is not None:
+            st.skip_reasons[group] = st.skip_reasons.get(group, 0) + 1
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    pytest_runtest_logreport._state = state(session.config)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    st = state(session.config)
+    dev = st._device
+    st.recorder.meta.update({
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "archs": st.archs() if (st.requested or dev is not None) else [],
+        "wall_s": round(time.time() - st.started, 1),
+        "exitstatus": int(exitstatus),
+        "skipped": st.skip_reasons,
+    })
+    if dev:
+        st.recorder.meta.update(dev.provenance())
+    if st.report_dir and not hasattr(session.config, "workerinput"):
+        paths = st.recorder.write(st.report_dir)
+        st.recorder.meta["written"] = [str(p) for p in paths]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    st = state(config)
+    rec = st.recorder
+    if not rec.results and not st.skip_reasons:
+        return
+    tr = terminalreporter
+    tr.section("gpuchar")
+    measured = [r for r in rec.results if r.value is not None]
+    counts: dict[str, int] = {}
+    for r in rec.results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    if counts:
+        tr.write_line("results: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
+    bad = [r for r in rec.results if r.status in ("fail", "unstable", "invalid", "error")]
+    shown = bad if len(measured) > 40 else measured + [r for r in bad if r.value is None]
+    if shown:
+        tr.write_line(f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
+                      f"{'expected':30s} {'dev':>7s} status")
+        for r in shown:
+            tr.write_line(r.line())
+    info = [r for r in rec.results if r.status == "info" and r.data.get("differs")]
+    if info:
+        tr.write_line(f"{len(info)} PTX->SASS mappings differ from the paper's record "
+                      f"(details in the report)")
+    for reason, n in sorted(st.skip_reasons.items(), key=lambda x: -x[1])[:10]:
+        tr.write_line(f"skipped {n}: {reason}")
+    if "written" in rec.meta:
+        tr.write_line("reports: " + ", ".join(rec.meta["written"]))
