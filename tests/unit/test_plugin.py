@@ -1,0 +1,175 @@
+"""The plugin as users meet it, through pytester: options, markers, header, skips, reports."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from pytest_gpuchar import archs
+
+HW_TEST = """
+import pytest
+
+@pytest.mark.hardware
+def test_needs_gpu(gpu):
+    pass
+"""
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+
+
+def test_plugin_is_registered_by_entry_point(pytester):
+    result = pytester.runpytest("--help")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*--gpu-arch=sm_XX*", "*--gpuchar-report=DIR*"])
+
+
+def test_markers_are_documented(pytester):
+    result = pytester.runpytest("--markers")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["@pytest.mark.hardware: *GPU*",
+                                 "@pytest.mark.static: *ptxas*"])
+    out = result.stdout.str()
+    assert "@pytest.mark.nightly:" in out and "@pytest.mark.slow:" in out
+
+
+def test_unknown_gpu_arch_is_a_usage_error(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--gpu-arch=sm_99x")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR == 4
+    err = result.stderr.str()
+    assert "sm_99x" in err
+    assert "valid values" in err
+    for a in archs.KNOWN_ARCHS:
+        assert a in err
+    assert "Traceback" not in err
+
+
+def test_gpu_arch_is_canonicalised(pytester, no_gpu):
+    pytester.makepyfile("def test_arch(arch): assert arch == 'sm_80'")
+    result = pytester.runpytest_subprocess("--gpu-arch=80", "-v")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*test_arch?sm_80? PASSED*"])
+
+
+def test_disabled_with_no_gpuchar(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    assert pytester.runpytest("-p", "no:gpuchar").ret == 0
+    result = pytester.runpytest("-p", "no:gpuchar", "--gpu-arch=sm_80")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "unrecognized arguments: --gpu-arch" in result.stderr.str()
+    result = pytester.runpytest("-p", "no:gpuchar", "--markers")
+    assert "@pytest.mark.hardware" not in result.stdout.str()
+
+
+def test_no_gpu_skips_hardware_tests_with_reason(pytester, no_gpu):
+    pytester.makepyfile(HW_TEST)
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "-rs")
+    assert result.ret == 0
+    result.assert_outcomes(skipped=1, passed=0, failed=0, errors=0)
+    out = result.stdout.str()
+    assert "deselected" not in out
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *GPUCHAR_NO_GPU*"])
+    # the terminal summary groups the skip reasons
+    result.stdout.fnmatch_lines(["*skipped 1: hardware: GPUCHAR_NO_GPU is set*"])
+
+
+def test_report_header(pytester, no_gpu):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["gpuchar: archs sm_80 (requested)",
+                                 "gpuchar: GPUCHAR_NO_GPU is set; hardware tests will be skipped",
+                                 "gpuchar: ptxas*"])
+
+
+def test_default_archs_without_gpu_are_the_expectation_files(pytester, no_gpu):
+    from pytest_gpuchar import expectations
+    pytester.makepyfile("def test_arch(arch): pass")
+    result = pytester.runpytest_subprocess("-v")
+    assert result.ret == 0
+    have = set(expectations.available())
+    want = [a for a in archs.STATIC_ARCHS if a in have]
+    assert want
+    result.assert_outcomes(passed=len(want))
+    for a in want:
+        assert f"test_arch[{a}] PASSED" in result.stdout.str()
+
+
+def test_gpuchar_report_is_written(pytester, no_gpu):
+    pytester.makepyfile(textwrap.dedent("""
+        import pytest
+
+        def test_rec(record, arch):
+            r = record("unit.test.value", arch, 3.5, "cycles")
+            assert r.status == "measured"
+
+        @pytest.mark.hardware
+        def test_hw(gpu):
+            pass
+    """))
+    out_dir = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", f"--gpuchar-report={out_dir}")
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, skipped=1)
+    data = json.loads((out_dir / "gpuchar-results.json").read_text())
+    assert data["meta"]["archs"] == ["sm_80"]
+    assert data["meta"]["skipped"] == {"hardware: GPUCHAR_NO_GPU is set": 1}
+    [r] = data["results"]
+    assert (r["key"], r["arch"], r["value"], r["status"]) == ("unit.test.value", "sm_80", 3.5,
+                                                              "measured")
+    assert (out_dir / "gpuchar-summary.md").read_text().startswith("# pytest-gpuchar run")
+    result.stdout.fnmatch_lines(["*reports: *gpuchar-results.json*"])
+
+
+def test_record_compares_with_the_expectation_file(pytester, no_gpu):
+    from pytest_gpuchar import expectations
+    e = expectations.load("sm_80")
+    key, exp = next((k, x) for k, x in e.characteristics.items() if x.value is not None)
+    pytester.makepyfile(textwrap.dedent(f"""
+        from pytest_gpuchar.plugin import assert_result
+
+        def test_ok(record, arch):
+            r = record({key!r}, arch, {exp.value!r}, {exp.unit!r})
+            assert r.status == "pass"
+            assert_result(r)
+
+        def test_bad(record, arch):
+            assert_result(record({key!r}, arch, {exp.value!r} + 1e6, {exp.unit!r}))
+    """))
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"*{key} on sm_80: measured*expected*"])
+
+
+def test_unstable_result_is_xfail(pytester):
+    pytester.makepyfile(textwrap.dedent("""
+        from pytest_gpuchar.plugin import assert_result
+        from pytest_gpuchar.report import Result
+
+        def test_unstable():
+            assert_result(Result("latency.x", "sm_80", "unstable", 4.0, "cycles/op",
+                                 detail="spread too wide"))
+    """))
+    result = pytester.runpytest("-rx")
+    result.assert_outcomes(xfailed=1)
+    result.stdout.fnmatch_lines(["*unstable: latency.x = 4.00 cycles/op: spread too wide*"])
+
+
+def test_importing_the_plugin_does_not_import_cupy(tmp_path):
+    # a cupy that fails loudly if anything imports it
+    fake = tmp_path / "cupy"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise ImportError('cupy imported at plugin import')\n")
+    code = ("import sys; sys.path.insert(0, %r); import pytest_gpuchar.plugin; "
+            "assert 'cupy' not in sys.modules, 'cupy imported'; print('ok')" % str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
