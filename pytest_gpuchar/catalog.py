@@ -230,3 +230,20 @@ def row(name: str) -> InstrRow:
         if r.name == name:
             return r
     raise KeyError(f"no Table V row named {name!r}")
+
+
+def suite_probes(arch: str) -> list:
+    """Every probe the instruction tables build for `arch` (batched: compiled once)."""
+    from . import archs, probes
+    n = archs.number(arch)
+    out = []
+    for r in TABLE_V:
+        if n < getattr(r, "min_arch", 0):
+            continue
+        if r.dep is not None:
+            out.append(probes.latency_probe(r, arch))
+        if r.indep:
+            out.append(probes.cpi_probe(r, arch))
+    out.append(probes.cpi_probe(row("add.u32"), arch, lengths=TABLE_I_COUNTS, prefix="table_i"))
+    out += [probes.clock_overhead_probe(arch, clock64=c) for c in (True, False)]
+    return out

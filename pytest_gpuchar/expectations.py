@@ -44,7 +44,8 @@ import yaml
 from . import archs
 
 SCHEMA_VERSION = 1
-ROOT = Path(__file__).resolve().parent.parent / "expectations"
+ROOT = Path(os.environ.get("GPUCHAR_EXPECTATIONS")
+            or Path(__file__).resolve().parent.parent / "expectations")
 TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
             "devices", "provenance"}
 ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
@@ -240,6 +241,7 @@ def parse(text: str, path: Path) -> ArchExpectations:
     """Validate and load expectation YAML text; `path` names it in errors."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        raw = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark else 0
@@ -286,20 +288,19 @@ def parse(text: str, path: Path) -> ArchExpectations:
                     dd[k] = _entry(path, f"devices.{dname}.{k}", v)
             devices[dname] = dd
     sources = _construct(top["sources"][1]) if "sources" in top else {}
-    return ArchExpectations(arch, path, chars, mappings, devices, sources or {},
-                            yaml.safe_load(text))
+    return ArchExpectations(arch, path, chars, mappings, devices, sources or {}, raw)
 
 
-def available(root: Path = ROOT) -> dict[str, Path]:
+def available(root: Path | None = None) -> dict[str, Path]:
     """arch -> file for every expectations/<arch>.yaml."""
-    return {p.stem: p for p in sorted(root.glob("sm_*.yaml"))}
+    return {p.stem: p for p in sorted(Path(root or ROOT).glob("sm_*.yaml"))}
 
 
 _LOADED: dict[Path, ArchExpectations] = {}
 
 
-def load(arch: str, root: Path = ROOT) -> ArchExpectations | None:
-    path = root / f"{arch}.yaml"
+def load(arch: str, root: Path | None = None) -> ArchExpectations | None:
+    path = Path(root or ROOT) / f"{arch}.yaml"
     if not path.exists():
         return None
     if path not in _LOADED:
@@ -377,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     u = sub.add_parser("update", help="write measured values from a gpuchar JSON report")
     u.add_argument("--results", required=True, type=Path, help="gpuchar report JSON")
     u.add_argument("--arch", required=True)
-    u.add_argument("--root", type=Path, default=ROOT)
+    u.add_argument("--root", type=Path, default=None)
     u.add_argument("--device", help="write under devices.<name> instead of the arch values")
     u.add_argument("--key", action="append", help="only these characteristic keys")
     u.add_argument("--abs-tol", type=float, default=1.0)
@@ -385,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.cmd == "check":
         files = args.files or list(available().values())
+        if not files:
+            print(f"no expectation files found under {ROOT} (set GPUCHAR_EXPECTATIONS)")
+            return 1
         bad = 0
         for f in files:
             try:
@@ -398,10 +402,11 @@ def main(argv: list[str] | None = None) -> int:
     arch = archs.validate(args.arch)
     report = json.loads(args.results.read_text())
     results = report.get("results", report)
-    written = update_from_results(args.root / f"{arch}.yaml", results, device=args.device,
+    root = args.root or ROOT
+    written = update_from_results(root / f"{arch}.yaml", results, device=args.device,
                                   abs_tol=args.abs_tol, rel_tol=args.rel_tol,
                                   keys=set(args.key) if args.key else None)
-    print(f"wrote {len(written)} values to {args.root / f'{arch}.yaml'}")
+    print(f"wrote {len(written)} values to {root / f'{arch}.yaml'}")
     return 0
 
 

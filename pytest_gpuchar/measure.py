@@ -42,7 +42,6 @@ class Run:
     """Raw cycles of one probe: chain length -> one sample per repeat (warm-up dropped)."""
     probe: probes.Probe
     cycles: dict[int, list[int]]
-    sass_text: str
     functions: dict[str, sass.Function]
     verdict: object
     jit_log: str = ""
@@ -100,13 +99,37 @@ def _poll(event, probe_name: str, timeout_s: float) -> None:
         time.sleep(0.0005)
 
 
+_JIT_BATCH: dict[tuple[str, str], tuple[jit.Compiled, dict[str, sass.Function]]] = {}
+
+
+def jit_batch(batch: list[probes.Probe], dev: DeviceInfo) -> None:
+    """JIT many probes in one driver link (compiled once per session and driver) and keep the
+    module and its SASS for verify_jit. A batch the JIT rejects is dropped: each probe is then
+    JIT-compiled alone, so the failing one names itself with its JIT log."""
+    todo = [p for p in batch if (p.digest, dev.driver) not in _JIT_BATCH]
+    if not todo:
+        return
+    try:
+        compiled = jit.compile_probe(probes.batch_module(dev.arch, todo), dev.driver,
+                                     "gpuchar_batch.ptx")
+        functions = sass.parse(toolchain.disassemble(compiled.cubin, dev.arch))
+    except (jit.JITError, toolchain.AssemblyError):
+        return
+    for p in todo:
+        _JIT_BATCH[(p.digest, dev.driver)] = (compiled, functions)
+
+
 def verify_jit(probe: probes.Probe, dev: DeviceInfo):
     """JIT the probe through the driver and verify the SASS the driver produced."""
-    compiled = jit.compile_probe(probe.ptx, dev.driver, probe.name.replace("/", "_") + ".ptx")
-    text = toolchain.disassemble(compiled.cubin, dev.arch)
-    functions = sass.parse(text)
+    hit = _JIT_BATCH.get((probe.digest, dev.driver))
+    if hit is None:
+        compiled = jit.compile_probe(probe.ptx, dev.driver,
+                                     probe.name.replace("/", "_") + ".ptx")
+        functions = sass.parse(toolchain.disassemble(compiled.cubin, dev.arch))
+    else:
+        compiled, functions = hit
     regions, verdict = probes.check(probe, functions)
-    return compiled, text, functions, verdict
+    return compiled, functions, verdict
 
 
 def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
@@ -115,7 +138,7 @@ def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
     if wedged():
         raise GPUWedged(f"GPU wedged by probe {wedged()}; not launching {probe.name}")
     import cupy as cp
-    compiled, text, functions, verdict = verify_jit(probe, dev)
+    compiled, functions, verdict = verify_jit(probe, dev)
     outs = {}
     keep = []
     for n, entry in probe.entries.items():
@@ -132,7 +155,7 @@ def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
     ev.record()
     _poll(ev, probe.name, watchdog_s)
     cycles = {n: [int(v) for v in out[1:, 0].get()] for n, out in outs.items()}
-    return Run(probe, cycles, text, functions, verdict, compiled.info_log)
+    return Run(probe, cycles, functions, verdict, compiled.info_log)
 
 
 SM_CLOCK_PTX = """

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from . import archs, expectations, toolchain
+from dataclasses import asdict
+
 from .report import Recorder, Result, judge
 
 MARKERS = {
@@ -45,6 +47,7 @@ class GpuChar:
         self.runs: dict = {}
         self.started = time.time()
         self.skip_reasons: dict[str, int] = {}
+        self.is_controller_of_workers = False
 
     # -- device ---------------------------------------------------------------------------
     @property
@@ -110,6 +113,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    # Expectation files: $GPUCHAR_EXPECTATIONS, else the project's expectations/ directory
+    # (an installed, non-editable package has none of its own).
+    if not os.environ.get("GPUCHAR_EXPECTATIONS") and (config.rootpath / "expectations").is_dir():
+        expectations.ROOT = config.rootpath / "expectations"
     config.stash[STATE] = GpuChar(config)
 
 
@@ -131,9 +138,16 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "arch" in metafunc.fixturenames:
-        st = state(metafunc.config)
-        metafunc.parametrize("arch", st.archs(), scope="session")
+    if "arch" not in metafunc.fixturenames:
+        return
+    for m in metafunc.definition.iter_markers("parametrize"):
+        names = m.args[0] if m.args else m.kwargs.get("argnames", ())
+        if isinstance(names, str):
+            names = [n.strip() for n in names.split(",")]
+        if "arch" in names:
+            return   # the test chooses its own archs
+    st = state(metafunc.config)
+    metafunc.parametrize("arch", st.archs(), scope="session")
 
 
 @pytest.fixture(scope="session")
@@ -187,6 +201,7 @@ def record(request, gpuchar: GpuChar):
             r.data.setdefault("slopes", [round(s, 3) for s in fit.slopes])
             r.data.setdefault("medians", fit.medians)
             r.data.setdefault("intercept", round(fit.intercept, 2))
+        request.node.user_properties.append(("gpuchar_result", asdict(r)))
         return gpuchar.recorder.add(r)
     return _record
 
@@ -204,16 +219,24 @@ def assert_result(r: Result) -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    st = getattr(pytest_runtest_logreport, "_state", None)
+    # results recorded on pytest-xdist workers reach the controller through user_properties
+    if st is not None and st.is_controller_of_workers and report.when == "call":
+        for name, value in report.user_properties:
+            if name == "gpuchar_result":
+                st.recorder.add(Result(**value))
     if report.skipped and report.when in ("setup", "call") and isinstance(report.longrepr, tuple):
         reason = str(report.longrepr[2]).removeprefix("Skipped: ")
         group = reason.split(";")[0][:120]
-        st = getattr(pytest_runtest_logreport, "_state", None)
         if st is not None:
             st.skip_reasons[group] = st.skip_reasons.get(group, 0) + 1
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    pytest_runtest_logreport._state = state(session.config)
+    st = state(session.config)
+    st.is_controller_of_workers = bool(getattr(session.config.option, "numprocesses", None)) \
+        and not hasattr(session.config, "workerinput")
+    pytest_runtest_logreport._state = st
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

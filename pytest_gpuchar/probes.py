@@ -65,6 +65,11 @@ class Probe:
     def digest(self) -> str:
         return hashlib.sha256(self.ptx.encode()).hexdigest()[:16]
 
+    @property
+    def kernels(self) -> str:
+        """The probe's kernels without the module header (for batching probes in one module)."""
+        return self.ptx[len(ptx.header(self.arch)):]
+
 
 @dataclass
 class Static:
@@ -171,10 +176,41 @@ def check(probe: Probe, functions: dict[str, sass.Function]) -> tuple[dict, Verd
 
 
 def build_static(probe: Probe) -> Static:
-    """Assemble offline with ptxas for the probe's arch, disassemble, verify."""
+    """Assemble offline with ptxas for the probe's arch, disassemble, verify.
+
+    Uses the arch's batch (one ptxas run for every probe registered with `batch`) when the
+    probe is in it, else assembles this probe alone."""
     tool = toolchain.find("ptxas", probe.arch)
     toolchain.find("nvdisasm", probe.arch)
-    cubin = toolchain.assemble(probe.ptx, probe.arch)
-    functions = sass.parse(toolchain.disassemble(cubin, probe.arch))
+    functions = _BATCH_FUNCS.get((probe.arch, tool.version, probe.digest))
+    if functions is None:
+        cubin = toolchain.assemble(probe.ptx, probe.arch)
+        functions = sass.parse(toolchain.disassemble(cubin, probe.arch))
     regions, verdict = check(probe, functions)
     return Static(probe, tool, functions, regions, verdict)
+
+
+_BATCH_FUNCS: dict[tuple[str, str, str], dict[str, sass.Function]] = {}
+
+
+def batch_module(arch: str, batch: list[Probe]) -> str:
+    """One PTX module holding every probe's kernels (names are unique per probe and length)."""
+    return ptx.header(arch) + "\n".join(p.kernels for p in batch)
+
+
+def batch(arch: str, batch: list[Probe]) -> None:
+    """Assemble many probes of one arch in a single ptxas + nvdisasm run and remember their
+    SASS for build_static. If the batch fails to assemble, nothing is remembered and each
+    probe is assembled alone later (so one bad probe names itself)."""
+    tool = toolchain.find("ptxas", arch)
+    todo = [p for p in batch if (arch, tool.version, p.digest) not in _BATCH_FUNCS]
+    if not todo:
+        return
+    try:
+        cubin = toolchain.assemble(batch_module(arch, todo), arch)
+        functions = sass.parse(toolchain.disassemble(cubin, arch))
+    except toolchain.AssemblyError:
+        return
+    for p in todo:
+        _BATCH_FUNCS[(arch, tool.version, p.digest)] = {
+            e: functions[e] for e in p.entries.values() if e in functions}

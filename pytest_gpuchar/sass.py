@@ -103,8 +103,17 @@ def _is_clock_sr(ins: Instr) -> bool:
         o.startswith("SR_CLOCK") for o in ins.operands)
 
 
+def _srs(ins: list[Instr]) -> list[str]:
+    return [o for i in ins for o in i.operands if o.startswith("SR_CLOCK")]
+
+
 def clock_groups(func: Function) -> list[tuple[int, int]]:
-    """(first, last) instruction index of each clock read, retry loops included."""
+    """(first, last) instruction index of each clock read.
+
+    Volta and later read %clock64 with one CS2R. sm_50..sm_62 read hi/lo/hi in one of two
+    idioms, both taken as one read here: "hi, lo, hi" followed by a retry loop
+    (ISETP.NE/BRA/IADD32I/ISETP.GE/BRA), or "hi, lo, ISETP.LT lo<0, @!P hi" (re-read the high
+    word if the low word wrapped)."""
     groups = []
     k, ins = 0, func.instrs
     while k < len(ins):
@@ -112,11 +121,19 @@ def clock_groups(func: Function) -> list[tuple[int, int]]:
             k += 1
             continue
         start = k
-        while k + 1 < len(ins) and _is_clock_sr(ins[k + 1]):
-            k += 1
-        tail = [i.opcode for i in ins[k + 1:k + 1 + len(_RETRY_TAIL)]]
-        if k > start and tail == list(_RETRY_TAIL):
-            k += len(_RETRY_TAIL)
+        three = ins[k:k + 3]
+        four = ins[k:k + 4]
+        if len(three) == 3 and all(_is_clock_sr(i) for i in three) and \
+                _srs(three) == ["SR_CLOCKHI", "SR_CLOCKLO", "SR_CLOCKHI"]:
+            k += 2
+            tail = [i.opcode for i in ins[k + 1:k + 1 + len(_RETRY_TAIL)]]
+            if tail == list(_RETRY_TAIL):
+                k += len(_RETRY_TAIL)
+        elif len(four) == 4 and _is_clock_sr(four[0]) and _is_clock_sr(four[1]) and \
+                four[2].opcode.startswith("ISETP") and _is_clock_sr(four[3]) and \
+                four[3].pred and _srs(four[:2] + four[3:]) == ["SR_CLOCKHI", "SR_CLOCKLO",
+                                                               "SR_CLOCKHI"]:
+            k += 3
         groups.append((start, k))
         k += 1
     return groups
@@ -157,6 +174,7 @@ _REG_PATTERNS = [
     ("B", re.compile(r"(?<![A-Z_])B(\d+)\b")),
 ]
 _LABEL_USE = re.compile(r"\.L_x_\d+")
+_INTERNAL = re.compile(r"\$__internal_\d+_\$")   # per-module numbering of shared subroutines
 
 
 def normalise(func: Function) -> str:
@@ -166,7 +184,7 @@ def normalise(func: Function) -> str:
     labels: dict[str, str] = {}
     lines = []
     for ins in func.instrs:
-        text = ins.text
+        text = _INTERNAL.sub("$__internal_$", ins.text)
         text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
         for kind, pat in _REG_PATTERNS:
             mp = maps[kind]

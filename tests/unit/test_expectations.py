@@ -241,8 +241,6 @@ def test_no_unsafe_yaml(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an unknown YAML tag escapes as a raw "
-                   "yaml ConstructorError from parse()'s final yaml.safe_load, not file:line")
 def test_unknown_tag_is_reported_with_file_and_line(tmp_path):
     text = HEAD + "description: !!python/object/apply:os.system ['true']\n"
     p = write(tmp_path, text)
