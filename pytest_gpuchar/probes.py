@@ -59,6 +59,7 @@ class Probe:
     intent: Callable[[int], Intent]
     ops: dict[int, int]          # chain length -> number of PTX ops timed
     out_slots: dict[int, int] = field(default_factory=dict)  # 8-byte slots each kernel writes
+    guarded: bool = True         # the body sits behind the clock-compare guard (ptx.kernel)
     threads: int = 1
 
     @property
@@ -86,17 +87,19 @@ class Static:
         return sass.normalise(f)
 
 
-def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, intent) -> Probe:
+def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, intent,
+           guard: bool = True) -> Probe:
     kernels, entries, inputs, ops, slots = [], {}, {}, {}, {}
     base = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
     for n in lengths:
         frame = Frame()
         body = make_body(n, frame)
         entry = f"{base}_n{n}"
-        kernels.append(ptx.kernel(entry, frame, body.lines, body.results))
+        kernels.append(ptx.kernel(entry, frame, body.lines, body.results, guard=guard))
         entries[n], inputs[n], ops[n] = entry, frame.inputs, n
         slots[n] = ptx.out_bytes(len(body.results), len(frame.inputs)) // ptx.SLOT_BYTES
-    return Probe(name, arch, ptx.module(arch, kernels), entries, inputs, intent, ops, slots)
+    return Probe(name, arch, ptx.module(arch, kernels), entries, inputs, intent, ops, slots,
+                 guarded=guard)
 
 
 def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None) -> Probe:
@@ -109,11 +112,11 @@ def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = No
 
 
 def cpi_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None,
-              prefix: str = "cpi") -> Probe:
+              prefix: str = "cpi", guard: bool = True) -> Probe:
     """Independent ops: cycles per instruction of an independent sequence (Table V)."""
     return _build(f"{prefix}/{row.name}", arch, lengths or row.lengths,
                   lambda n, fr: ptx.independent_ops(row.template, n, fr),
-                  lambda n: Intent(n, row.unit, row.signature))
+                  lambda n: Intent(n, row.unit, row.signature), guard=guard)
 
 
 def clock_overhead_probe(arch: str, *, clock64: bool = True) -> Probe:
@@ -121,9 +124,9 @@ def clock_overhead_probe(arch: str, *, clock64: bool = True) -> Probe:
     name = "clock/back_to_back" + ("" if clock64 else "_32bit")
     frame = Frame()
     entry = "clock64_pair" if clock64 else "clock32_pair"
-    text = ptx.module(arch, [ptx.kernel(entry, frame, [], [], clock64=clock64)])
+    text = ptx.module(arch, [ptx.kernel(entry, frame, [], [], clock64=clock64, guard=False)])
     return Probe(name, arch, text, {0: entry}, {0: []}, lambda n: Intent(0, ()), {0: 0},
-                 {0: ptx.out_bytes(0, 0) // ptx.SLOT_BYTES})
+                 {0: ptx.out_bytes(0, 0) // ptx.SLOT_BYTES}, guarded=False)
 
 
 def regions_of(probe: Probe, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
@@ -132,7 +135,8 @@ def regions_of(probe: Probe, functions: dict[str, sass.Function]) -> dict[int, l
         if entry not in functions:
             raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS "
                                    f"(have {sorted(functions)})")
-        out[n] = strip_guard(probe.name, sass.timed_region(functions[entry]))
+        region = sass.timed_region(functions[entry])
+        out[n] = strip_guard(probe.name, region) if probe.guarded else region
     return out
 
 

@@ -86,7 +86,7 @@ def header(arch: str, version: str | None = None) -> str:
 
 
 def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, int]],
-           *, clock64: bool = True) -> str:
+           *, clock64: bool = True, guard: bool = True) -> str:
     """One timed probe kernel.
 
     Layout: a loop run `iters` times (a kernel parameter; launched with 2): each pass loads the
@@ -96,7 +96,9 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
     never true in practice (the clock equal to 2^64-1), so the body is its own basic block that
     no body instruction can leave and the compare cannot be hoisted above the clock read,
     reads the clock again and stores the difference and every result. The first pass warms the
-    instruction cache; the stored figure is the last pass's.
+    instruction cache; the stored figure is the last pass's. ``guard=False`` leaves the body in
+    the clock's basic block (Table I's few-instruction regions, as the paper timed them: the
+    guard's own cycles would dominate a 1-instruction region).
     """
     clk = "%clock64" if clock64 else "%clock"
     tw = 64 if clock64 else 32
@@ -141,8 +143,7 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
         *frame.loads,
         *settle,
         f"mov.u{tw} {t0}, {clk};",
-        f"setp.eq.u{tw} %never, {t0}, {'-1' if tw == 64 else '-1'};",
-        "@%never bra $BODY_END;",
+        *([f"setp.eq.u{tw} %never, {t0}, -1;", "@%never bra $BODY_END;"] if guard else []),
         *body,
         "$BODY_END:",
         f"mov.u{tw} {t1}, {clk};",
@@ -214,7 +215,7 @@ def _glue_lines(t: Template, frame: Frame, d: str, a: str, *, load: bool = False
     return [_FIELD_RE.sub(lambda m: fields[m.group(1)], t.glue)]
 
 
-CHAIN_STYLES = ("acc", "self", "fib", "distinct", "keep", "widen")
+CHAIN_STYLES = ("acc", "self", "fib", "distinct", "keep", "widen", "fresh", "keep_fresh")
 
 
 def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
@@ -234,6 +235,13 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
                  left undefined: for ops whose result is narrower than their source
                  (popc.b64, clz.b64, bfind.u64: 32-bit result, 64-bit source), the next
                  source is {result, loaded high half}
+      fresh    - as acc, but every op (and its glue, if any) writes a fresh register and
+                 only the last result is stored: no chain register is written twice, so
+                 the compiler needs no final copy of a 16-bit result back into the loaded
+                 register (a PRMT / XMAD.PSL.CLO half-insert after the chain)
+      keep_fresh - as keep, but the glue also writes a fresh register that becomes the next
+                 source (keep's glue rewrites the loaded register, which is stored: the
+                 last glue then survives as a move or half-insert after the chain)
     """
     if style not in CHAIN_STYLES:
         raise ValueError(f"unknown chain style {style!r}; one of {CHAIN_STYLES}")
@@ -244,9 +252,9 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
     x = frame.load(a_op.width, a_op.kind)
     y = frame.load(a_op.width, t.operands.get("b", a_op).kind) if style == "fib" else None
     fixed = {f: frame.load(t.operands[f].width, t.operands[f].kind)
-             for f in src if f != "a"} if style in ("acc", "fib", "widen") else {}
+             for f in src if f != "a"} if style in ("acc", "fib", "widen", "fresh") else {}
     pools = {f: [frame.load(t.operands[f].width, t.operands[f].kind) for _ in range(pool)]
-             for f in src if f != "a"} if style in ("distinct", "keep") else {}
+             for f in src if f != "a"} if style in ("distinct", "keep", "keep_fresh") else {}
     kept: list[tuple[str, int]] = []
     lines: list[str] = []
     cur, other = x, y
@@ -260,14 +268,25 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
                     f, frame.load(t.operands[f].width, t.operands[f].kind))
             elif style == "fib" and f == "b":
                 regs[f] = other
-            elif style in ("distinct", "keep"):
+            elif style in ("distinct", "keep", "keep_fresh"):
                 regs[f] = pools[f][(k + src.index(f)) % pool]
             else:
                 regs[f] = fixed[f]
-        d = cur if same and style != "keep" else frame.reg(d_op.width)
+        d = cur if same and style not in ("keep", "fresh", "keep_fresh") else frame.reg(d_op.width)
         regs["d"] = d
         lines.append(t.render(regs))
-        if style == "keep":
+        if style in ("fresh", "keep_fresh"):
+            if style == "keep_fresh":
+                kept.append((d, d_op.width))
+            if t.glue:
+                nxt = frame.reg(a_op.width)
+                lines += _glue_lines(t, frame, d, nxt)
+                cur = nxt
+            else:
+                cur = d
+            if style == "fresh" and k == n - 1:
+                kept.append((d, d_op.width))
+        elif style == "keep":
             kept.append((d, d_op.width))
             if t.glue:
                 lines += _glue_lines(t, frame, d, cur)
