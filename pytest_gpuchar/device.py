@@ -125,5 +125,15 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
     )
 
 
+def worker_device(worker: int) -> int | None:
+    """GPU index for pytest-xdist worker N: N modulo the number of GPUs (None if none)."""
+    try:
+        from cupy.cuda import runtime
+        n = runtime.getDeviceCount()
+    except Exception:  # noqa: BLE001
+        return None
+    return worker % n if n else None
+
+
 def as_dict(info: DeviceInfo | Absent) -> dict:
     return asdict(info)

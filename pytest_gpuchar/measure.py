@@ -202,3 +202,33 @@ def sm_clock_mhz(dev: DeviceInfo, iters: int = 2_000_000) -> float:
     _poll(ev, "sm_clock", DEFAULT_WATCHDOG_S)
     c, t, _ = (int(v) for v in out.get())
     return c / t * 1000.0 if t > 0 else float("nan")
+
+
+SPIN_PTX = """
+.visible .entry gpuchar_spin(.param .u64 ns_param)
+{
+  .reg .b64 %ns, %t0, %t1, %d;
+  .reg .pred %p;
+  ld.param.u64 %ns, [ns_param];
+  mov.u64 %t0, %globaltimer;
+SPIN:
+  mov.u64 %t1, %globaltimer;
+  sub.s64 %d, %t1, %t0;
+  setp.lt.u64 %p, %d, %ns;
+  @%p bra SPIN;
+  ret;
+}
+"""
+
+
+def spin(dev: DeviceInfo, seconds: float, *, watchdog_s: float, name: str = "spin") -> None:
+    """Launch a kernel that spins for `seconds` (bounded, so it always ends) under the
+    watchdog: the watchdog's own self-test on real hardware."""
+    import cupy as cp
+    from . import ptx as _ptx
+    fn = jit.compile_probe(_ptx.header(dev.arch) + SPIN_PTX, dev.driver,
+                           "gpuchar_spin.ptx").function("gpuchar_spin")
+    fn((1,), (1,), (np.uint64(int(seconds * 1e9)),))
+    ev = cp.cuda.Event()
+    ev.record()
+    _poll(ev, name, watchdog_s)

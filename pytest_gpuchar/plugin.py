@@ -55,6 +55,10 @@ class GpuChar:
         if self._device is None:
             from . import device
             idx = self.config.getoption("gpuchar_device")
+            worker = getattr(self.config, "workerinput", {}).get("workerid", "")
+            if idx is None and worker.startswith("gw") and not os.environ.get("GPUCHAR_DEVICE"):
+                # pytest-xdist: one worker per GPU, worker gwN on GPU N (run with -n <GPUs>)
+                idx = device.worker_device(int(worker[2:]))
             self._device = device.detect(None if idx is None else int(idx))
         return self._device
 
@@ -85,11 +89,15 @@ class GpuChar:
         dev = self.device
         if not dev:
             return {}
-        extra = {}
-        clk = self.recorder.meta.get("sm_clock_measured_mhz")
-        if clk:
-            extra["sm_clock_measured_mhz"] = clk
-        return dev.provenance(**extra)
+        if "sm_clock_measured_mhz" not in self.recorder.meta:
+            from . import measure
+            try:
+                mhz = round(measure.sm_clock_mhz(dev), 1)
+            except Exception as e:  # noqa: BLE001 - reported, never fatal
+                mhz = None
+                self.recorder.meta["sm_clock_error"] = f"{type(e).__name__}: {e}"
+            self.recorder.meta["sm_clock_measured_mhz"] = mhz
+        return dev.provenance(sm_clock_measured_mhz=self.recorder.meta["sm_clock_measured_mhz"])
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -279,7 +287,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     info = [r for r in rec.results if r.status == "info" and r.data.get("differs")]
     if info:
         tr.write_line(f"{len(info)} PTX->SASS mappings differ from the paper's record "
-                      f"(details in the report)")
+                      f"(row: paper -> today's compiler):")
+        for r in info:
+            unit = " + ".join(f"{v:g}*{k}" if v != 1 else k for k, v in r.data["unit"].items())
+            tr.write_line(f"  {r.arch} {r.key[len('sass.'):]:18s} {r.data['paper']} -> "
+                          f"{unit} (ptxas {r.data['ptxas']})")
     for reason, n in sorted(st.skip_reasons.items(), key=lambda x: -x[1])[:10]:
         tr.write_line(f"skipped {n}: {reason}")
     if "written" in rec.meta:

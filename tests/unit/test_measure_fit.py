@@ -1,6 +1,8 @@
 """measure.fit: differential measurement (slopes over chain lengths), pure numpy, no GPU."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -108,3 +110,16 @@ def test_fitted_slope_close_to_true_slope(slope, intercept, noise, lengths):
     assert abs(f.value - slope) <= 0.5
     assert len(f.slopes) == reps
     assert f.spread >= 0
+
+
+class _NeverDone:
+    done = False
+
+
+def test_watchdog_names_the_probe_and_marks_the_gpu_wedged(monkeypatch):
+    monkeypatch.setattr(measure, "_WEDGED", [])
+    with pytest.raises(measure.ProbeHang, match="probe latency/x.u32 did not finish within"):
+        measure._poll(_NeverDone(), "latency/x.u32", 0.01)
+    assert measure.wedged() == "latency/x.u32"
+    with pytest.raises(measure.GPUWedged, match="latency/x.u32"):
+        measure.run(types.SimpleNamespace(name="cpi/y.u32"), None)
