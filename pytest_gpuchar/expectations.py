@@ -169,23 +169,24 @@ def _construct(node):
         loader.dispose()
 
 
-def _entry(path: Path, key: str, node) -> Expected:
+def _entry(path: Path, key: str, node, key_node=None) -> Expected:
     fields = dict((k, (kn, v)) for k, kn, v in _mapping_items(path, node, key))
+    at = key_node if key_node is not None else node   # "missing ..." errors point at the key
     for k, (kn, _) in fields.items():
         if k not in ENTRY_KEYS:
             raise _err(path, kn, f"{key}.{k}",
                        f"unknown field; allowed: {', '.join(sorted(ENTRY_KEYS))}")
     if "unit" not in fields:
-        raise _err(path, node, key, "missing 'unit'")
+        raise _err(path, at, key, "missing 'unit'")
     unit = _construct(fields["unit"][1])
     if unit not in UNITS:
         raise _err(path, fields["unit"][1], f"{key}.unit",
                    f"unknown unit {unit!r}; one of {', '.join(sorted(UNITS))}")
     given = [k for k in ("value", "range", "one_of") if k in fields]
     if not given:
-        raise _err(path, node, key, "missing 'value' (or 'range' / 'one_of')")
+        raise _err(path, at, key, "missing 'value' (or 'range' / 'one_of')")
     if len(given) > 1:
-        raise _err(path, node, key, f"give only one of value/range/one_of, not {given}")
+        raise _err(path, at, key, f"give only one of value/range/one_of, not {given}")
     value = rng = one_of = None
     if "value" in fields:
         value = _number(path, fields["value"][1], f"{key}.value", allow_null=True)
@@ -217,12 +218,12 @@ def _entry(path: Path, key: str, node) -> Expected:
             else:
                 rel_tol = v
     elif numeric and rng is None:
-        raise _err(path, node, key, "missing 'tolerance' (abs and/or rel)")
+        raise _err(path, at, key, "missing 'tolerance' (abs and/or rel)")
     if value is None and not numeric and "note" not in fields:
-        raise _err(path, node, key, "value: null needs a 'note' saying why")
+        raise _err(path, at, key, "value: null needs a 'note' saying why")
     text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
     if "source" not in text:
-        raise _err(path, node, key, "missing 'source'")
+        raise _err(path, at, key, "missing 'source'")
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
                     f"{path}:{node.start_mark.line + 1}")
@@ -268,8 +269,8 @@ def parse(text: str, path: Path) -> ArchExpectations:
         raise _err(path, arch_node, "arch", f"file is named {path.name} but says {arch}")
     chars = {}
     if "characteristics" in top:
-        for k, _, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
-            chars[k] = _entry(path, k, v)
+        for k, kn, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
+            chars[k] = _entry(path, k, v, kn)
     mappings = {}
     if "mappings" in top:
         for k, kn, v in _mapping_items(path, top["mappings"][1], "mappings"):
@@ -284,8 +285,8 @@ def parse(text: str, path: Path) -> ArchExpectations:
             for sk, skn, sv in _mapping_items(path, dnode, f"devices.{dname}"):
                 if sk != "characteristics":
                     raise _err(path, skn, f"devices.{dname}.{sk}", "allowed: characteristics")
-                for k, _, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
-                    dd[k] = _entry(path, f"devices.{dname}.{k}", v)
+                for k, kn, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
+                    dd[k] = _entry(path, f"devices.{dname}.{k}", v, kn)
             devices[dname] = dd
     sources = _construct(top["sources"][1]) if "sources" in top else {}
     return ArchExpectations(arch, path, chars, mappings, devices, sources or {}, raw)

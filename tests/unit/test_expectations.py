@@ -133,23 +133,14 @@ def _assert_entry_error(msg: str, p: Path, text: str, key: str, lines: set[int])
     assert rest.startswith(key + ":"), msg
 
 
-def test_missing_value(tmp_path):
-    text = HEAD + "characteristics:\n  latency.x:\n" + entry(value=None)
+@pytest.mark.parametrize("field, says", [("value", "missing 'value'"),
+                                          ("tolerance", "missing 'tolerance'")])
+def test_missing_field_points_at_the_key(tmp_path, field, says):
+    text = HEAD + "characteristics:\n  latency.x:\n" + entry(**{field: None})
     p = write(tmp_path, text)
     msg = load_error(p)
-    # the entry's key line or its first field
-    k = line_of(text, "latency.x")
-    _assert_entry_error(msg, p, text, "latency.x", {k, k + 1})
-    assert "missing 'value'" in msg
-
-
-def test_missing_tolerance(tmp_path):
-    text = HEAD + "characteristics:\n  latency.x:\n" + entry(tolerance=None)
-    p = write(tmp_path, text)
-    msg = load_error(p)
-    k = line_of(text, "latency.x")
-    _assert_entry_error(msg, p, text, "latency.x", {k, k + 1})
-    assert "tolerance" in msg
+    _assert_entry_error(msg, p, text, "latency.x", {line_of(text, "latency.x")})
+    assert says in msg
 
 
 def test_wrong_type(tmp_path):
