@@ -199,3 +199,53 @@ def normalise(func: Function) -> str:
                  groups[1][0]: "    // ---- timed region end"}
     out = [line + marks.get(k, "") for k, line in enumerate(lines)]
     return "\n".join(out) + "\n"
+
+
+# --- dependence depth ---------------------------------------------------------------------
+
+_REG_TOKEN = re.compile(r"(?<![A-Za-z_.])(U?R\d+|U?P\d+)(?![\w])")
+_TWO_PRED_DESTS = ("ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "PLOP3", "UISETP", "CSETP")
+
+
+def _dests_and_sources(ins: Instr) -> tuple[set[str], set[str]]:
+    ops = list(ins.operands)
+    if not ops:
+        return set(), set()
+    ndest = 1
+    if ins.base in _TWO_PRED_DESTS:
+        ndest = 2
+    elif len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1].strip()):
+        ndest = 2   # a carry-out predicate after the destination (IADD3 R4, P0, ...)
+    dests = {t for o in ops[:ndest] for t in _REG_TOKEN.findall(o)
+             if not o.strip().startswith("[")}
+    srcs = {t for o in ops[ndest:] for t in _REG_TOKEN.findall(o)}
+    srcs |= {t for o in ops[:ndest] if o.strip().startswith("[") for t in _REG_TOKEN.findall(o)}
+    if ins.pred:
+        srcs |= set(_REG_TOKEN.findall(ins.pred))
+    return dests, srcs
+
+
+def dependence_depth(region: list[Instr]) -> int:
+    """Length, in instructions, of the longest chain of register dependences through the
+    region (a value written by one instruction and read by a later one). A dependent chain
+    of N ops must be at least N deep: a compiler that re-associated it into a shallower tree
+    (each op computed from the op two back) fails this even when the opcodes all match.
+    Calls count as one step on every register (see below), so through a subroutine the
+    depth is an upper estimate."""
+    depth_of: dict[str, int] = {}
+    floor = 0     # depth of every register a call may have written
+    best = 0
+    for ins in region:
+        if ins.base in ("CALL", "CAL", "JCAL"):
+            # a subroutine reads and writes registers its operands do not name: take it as
+            # one step that depends on, and defines, every register
+            floor = 1 + max([floor, *depth_of.values()])
+            depth_of = {}
+            best = max(best, floor)
+            continue
+        dests, srcs = _dests_and_sources(ins)
+        d = 1 + max((depth_of.get(r, floor) for r in srcs), default=floor)
+        for r in dests:
+            depth_of[r] = d
+        best = max(best, d)
+    return best

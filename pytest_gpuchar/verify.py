@@ -16,7 +16,7 @@ import fnmatch
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .sass import Instr, format_listing
+from .sass import Instr, dependence_depth, format_listing
 
 # Opcodes a compiler may hoist out of N copies of a sequence (constants, register moves).
 # Opcodes the compiler picks between freely for the same operation (e.g. sm_90 uses VIADD in
@@ -37,6 +37,7 @@ class Intent:
     count: int
     unit: tuple[str, ...] | None = None
     signature: tuple[str, ...] = ()
+    min_depth: int = 0    # dependent chains: the region's dependence depth must reach this
 
     def describe(self) -> str:
         if self.unit is None:
@@ -102,6 +103,15 @@ def verify(probe: str, regions: dict[int, list[Instr]], intent_for) -> Verdict:
     lengths = sorted(regions)
     intents = {n: intent_for(n) for n in lengths}
     first = intents[lengths[0]]
+    for n in lengths:
+        need = intents[n].min_depth
+        if need:
+            depth = dependence_depth(regions[n])
+            if depth < need:
+                raise _fail(probe, f"chain length {n}: the timed region's dependence depth is "
+                            f"{depth} instructions, less than the {need} chained ops (the "
+                            f"compiler shortened the chain, e.g. by re-association)", regions,
+                            intents[n])
     if first.unit is not None:
         for n in lengths:
             why = check_exact(regions[n], intents[n].unit, intents[n].count)

@@ -185,3 +185,34 @@ def test_maxwell_pascal_clock64_retry_loops_are_one_read_each():
     assert [len(r) for r in sass.clock_reads(f)] == [8, 8]
     assert [i.text for i in sass.timed_region(f)] == ["IADD R10, R6.reuse, R9",
                                                       "IADD R13, R6, R11"]
+
+
+def _region(*texts):
+    return [sass.parse_instr(16 * k, t) for k, t in enumerate(texts)]
+
+
+def test_dependence_depth_of_a_chain_and_of_independent_ops():
+    chain = _region("IADD3 R4, R4, R5, RZ", "IMAD.IADD R4, R4, 0x1, R5", "IADD3 R4, R4, R5, RZ")
+    assert sass.dependence_depth(chain) == 3
+    indep = _region("IADD3 R6, R2, R3, RZ", "IADD3 R7, R2, R4, RZ", "IADD3 R8, R3, R4, RZ")
+    assert sass.dependence_depth(indep) == 1
+
+
+def test_dependence_depth_sees_reassociation():
+    """Four LOP3s where each result is computed from the one two back: depth 2, not 4."""
+    tree = _region("LOP3.LUT R6, R4, R10, R11, 0x80, !PT", "LOP3.LUT R7, R4, R10, R12, 0x80, !PT",
+                   "LOP3.LUT R8, R6, R13, R14, 0x80, !PT", "LOP3.LUT R9, R7, R13, R15, 0x80, !PT")
+    assert sass.dependence_depth(tree) == 2
+
+
+def test_dependence_depth_follows_predicates_and_carries():
+    r = _region("IADD3 R4, P0, R2, R3, RZ", "IADD3.X R5, R6, R7, RZ, P0, !PT",
+                "ISETP.NE.AND P1, PT, R5, RZ, PT", "@P1 IADD3 R8, R9, R9, RZ")
+    assert sass.dependence_depth(r) == 4
+
+
+def test_dependence_depth_through_subroutine_calls():
+    calls = _region("MOV R13, R11", "CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_u64)",
+                    "MOV R13, R10", "CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_u64)",
+                    "MOV R11, R10")
+    assert sass.dependence_depth(calls) == 5

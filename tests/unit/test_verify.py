@@ -153,3 +153,13 @@ def test_sequence_needs_two_lengths():
 def test_intent_describe():
     assert Intent(8, (IADD,)).describe() == f"8 x [{IADD}]"
     assert "MUFU.RCP" in Intent(4, None, ("MUFU.RCP",)).describe()
+
+
+def test_a_shallow_chain_is_invalid_even_when_the_opcodes_match():
+    from pytest_gpuchar.sass import parse_instr
+    tree = [parse_instr(16 * k, t) for k, t in enumerate([
+        "LOP3.LUT R6, R4, R10, R11, 0x80, !PT", "LOP3.LUT R7, R4, R10, R12, 0x80, !PT",
+        "LOP3.LUT R8, R6, R13, R14, 0x80, !PT", "LOP3.LUT R9, R7, R13, R15, 0x80, !PT"])]
+    with pytest.raises(verify.ProbeInvalid, match="dependence depth is 2"):
+        verify.verify("latency/and.b32", {4: tree, 8: tree + tree},
+                      lambda n: verify.Intent(n, ("LOP3.LUT",), min_depth=n))
