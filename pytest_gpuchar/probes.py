@@ -39,6 +39,11 @@ class InstrRow:
     indep: bool = True
     indep_note: str = ""
     min_arch: int = 0
+    # independent probe: "product" shares operand registers between ops (fewer loads);
+    # "unique" gives every op its own operands, so nothing (a divisor's reciprocal, an f16
+    # pair to pack) is common to two ops
+    indep_operands: str = "product"
+    indep_lengths: tuple[int, ...] | None = None   # e.g. predicate results: at most 6 live
 
     @property
     def slug(self) -> str:
@@ -108,15 +113,18 @@ def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = No
         raise ValueError(f"{row.name}: no dependent chain ({row.dep_note})")
     return _build(f"latency/{row.name}", arch, lengths or row.lengths,
                   lambda n, fr: ptx.dependent_chain(row.template, n, fr, row.dep),
-                  lambda n: Intent(n, row.unit, row.signature))
+                  lambda n: Intent(n, row.unit, row.signature, min_depth=n))
 
 
 def cpi_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None,
               prefix: str = "cpi", guard: bool = True) -> Probe:
-    """Independent ops: cycles per instruction of an independent sequence (Table V)."""
-    return _build(f"{prefix}/{row.name}", arch, lengths or row.lengths,
-                  lambda n, fr: ptx.independent_ops(row.template, n, fr),
-                  lambda n: Intent(n, row.unit, row.signature), guard=guard)
+    """Independent ops: cycles per instruction of an independent sequence (Table V).
+    A unit's '~' links (between chained ops) do not exist between independent ops."""
+    unit = None if row.unit is None else tuple(u for u in row.unit if not u.startswith("~"))
+    return _build(f"{prefix}/{row.name}", arch, lengths or row.indep_lengths or row.lengths,
+                  lambda n, fr: ptx.independent_ops(row.template, n, fr,
+                                                    unique=row.indep_operands == "unique"),
+                  lambda n: Intent(n, unit, row.signature), guard=guard)
 
 
 def clock_overhead_probe(arch: str, *, clock64: bool = True) -> Probe:

@@ -215,7 +215,7 @@ def _glue_lines(t: Template, frame: Frame, d: str, a: str, *, load: bool = False
     return [_FIELD_RE.sub(lambda m: fields[m.group(1)], t.glue)]
 
 
-CHAIN_STYLES = ("acc", "self", "fib", "distinct", "keep", "widen", "fresh", "keep_fresh")
+CHAIN_STYLES = ("acc", "self", "fib", "distinct", "keep", "widen", "fresh", "keep_fresh", "widen_fresh")
 
 
 def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
@@ -242,6 +242,8 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
       keep_fresh - as keep, but the glue also writes a fresh register that becomes the next
                  source (keep's glue rewrites the loaded register, which is stored: the
                  last glue then survives as a move or half-insert after the chain)
+      widen_fresh - as widen, but the widened value is a fresh register each time (widen
+                 rewrites the loaded source, which is stored: a move after the chain)
     """
     if style not in CHAIN_STYLES:
         raise ValueError(f"unknown chain style {style!r}; one of {CHAIN_STYLES}")
@@ -252,7 +254,7 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
     x = frame.load(a_op.width, a_op.kind)
     y = frame.load(a_op.width, t.operands.get("b", a_op).kind) if style == "fib" else None
     fixed = {f: frame.load(t.operands[f].width, t.operands[f].kind)
-             for f in src if f != "a"} if style in ("acc", "fib", "widen", "fresh") else {}
+             for f in src if f != "a"} if style in ("acc", "fib", "widen", "fresh", "widen_fresh") else {}
     pools = {f: [frame.load(t.operands[f].width, t.operands[f].kind) for _ in range(pool)]
              for f in src if f != "a"} if style in ("distinct", "keep", "keep_fresh") else {}
     kept: list[tuple[str, int]] = []
@@ -272,19 +274,19 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
                 regs[f] = pools[f][(k + src.index(f)) % pool]
             else:
                 regs[f] = fixed[f]
-        d = cur if same and style not in ("keep", "fresh", "keep_fresh") else frame.reg(d_op.width)
+        d = cur if same and style not in ("keep", "fresh", "keep_fresh", "widen_fresh") else frame.reg(d_op.width)
         regs["d"] = d
         lines.append(t.render(regs))
-        if style in ("fresh", "keep_fresh"):
+        if style in ("fresh", "keep_fresh", "widen_fresh"):
             if style == "keep_fresh":
                 kept.append((d, d_op.width))
             if t.glue:
                 nxt = frame.reg(a_op.width)
-                lines += _glue_lines(t, frame, d, nxt)
+                lines += _glue_lines(t, frame, d, nxt, load=style == "widen_fresh")
                 cur = nxt
             else:
                 cur = d
-            if style == "fresh" and k == n - 1:
+            if style in ("fresh", "widen_fresh") and k == n - 1:
                 kept.append((d, d_op.width))
         elif style == "keep":
             kept.append((d, d_op.width))
@@ -300,11 +302,20 @@ def dependent_chain(t: Template, n: int, frame: Frame, style: str = "acc",
     return Body(lines, results)
 
 
-def independent_ops(t: Template, n: int, frame: Frame) -> Body:
+def independent_ops(t: Template, n: int, frame: Frame, *, unique: bool = False) -> Body:
     """N ops with no dependence between them: each reads a distinct combination of loaded
     operands (one pool of registers per source field, so no two ops share an operand tuple
-    and nothing can be merged) and every result is stored."""
+    and nothing can be merged) and every result is stored. With `unique`, no two ops share
+    any operand register at all."""
     src = t.sources
+    if unique:
+        lines, results = [], []
+        for _ in range(n):
+            regs = {f: frame.load(t.operands[f].width, t.operands[f].kind) for f in src}
+            regs["d"] = frame.reg(t.operands["d"].width)
+            lines.append(t.render(regs))
+            results.append((regs["d"], t.operands["d"].width))
+        return Body(lines, results)
     per_field = 1
     while per_field ** len(src) < n:
         per_field += 1
