@@ -16,9 +16,9 @@ from . import ptx, sass, toolchain
 from .ptx import Frame, InputSlot, Template
 from .verify import Intent, Verdict, verify
 
-DEP_LENGTHS = (8, 16, 32)
-SEQ_LENGTHS = (2, 4, 8)
-INDEP_LENGTHS = (8, 16, 32)
+DEP_LENGTHS = (16, 32, 64)
+SEQ_LENGTHS = (4, 8, 16)
+INDEP_LENGTHS = (16, 32, 48)   # 64 independent 64-bit ops spill registers
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,10 @@ class InstrRow:
     @property
     def lengths(self) -> tuple[int, ...]:
         return DEP_LENGTHS if self.unit is not None else SEQ_LENGTHS
+
+    @property
+    def independent_lengths(self) -> tuple[int, ...]:
+        return self.indep_lengths or (INDEP_LENGTHS if self.unit is not None else SEQ_LENGTHS)
 
 
 @dataclass
@@ -121,7 +125,7 @@ def cpi_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None,
     """Independent ops: cycles per instruction of an independent sequence (Table V).
     A unit's '~' links (between chained ops) do not exist between independent ops."""
     unit = None if row.unit is None else tuple(u for u in row.unit if not u.startswith("~"))
-    return _build(f"{prefix}/{row.name}", arch, lengths or row.indep_lengths or row.lengths,
+    return _build(f"{prefix}/{row.name}", arch, lengths or row.independent_lengths,
                   lambda n, fr: ptx.independent_ops(row.template, n, fr,
                                                     unique=row.indep_operands == "unique"),
                   lambda n: Intent(n, unit, row.signature), guard=guard)

@@ -25,7 +25,7 @@ def test_table_ii_dependent_vs_independent(arch, row, gpu, gpuchar, record):
     r_dep = record(f"latency.{row.name}", arch, fit=dep,
                    method=METHOD_LATENCY.format(lengths=row.lengths, reps=reps))
     r_ind = record(f"cpi.{row.name}", arch, fit=ind,
-                   method=METHOD_CPI.format(lengths=row.lengths, reps=reps))
+                   method=METHOD_CPI.format(lengths=row.independent_lengths, reps=reps))
     for r in (r_dep, r_ind):
         assert_result(r)
     assert dep.value >= ind.value - 0.25, (
