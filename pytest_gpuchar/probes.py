@@ -17,7 +17,7 @@ from .ptx import Frame, InputSlot, Template
 from .verify import Intent, Verdict, verify
 
 DEP_LENGTHS = (16, 32, 64)
-SEQ_LENGTHS = (4, 8, 16)
+SEQ_LENGTHS = (8, 16, 32)
 INDEP_LENGTHS = (16, 32, 48)   # 64 independent 64-bit ops spill registers
 
 
@@ -39,10 +39,10 @@ class InstrRow:
     indep: bool = True
     indep_note: str = ""
     min_arch: int = 0
-    # independent probe: "product" shares operand registers between ops (fewer loads);
-    # "unique" gives every op its own operands, so nothing (a divisor's reciprocal, an f16
-    # pair to pack) is common to two ops
-    indep_operands: str = "product"
+    # independent probe: "unique" gives every op its own operands, so nothing (a divisor's
+    # reciprocal, an f16 pair to pack, a register-bank pattern that changes with the length)
+    # is common to two ops; "product" shares operand registers between ops (fewer registers)
+    indep_operands: str = "unique"
     indep_lengths: tuple[int, ...] | None = None   # e.g. predicate results: at most 6 live
 
     @property
@@ -55,7 +55,18 @@ class InstrRow:
 
     @property
     def independent_lengths(self) -> tuple[int, ...]:
-        return self.indep_lengths or (INDEP_LENGTHS if self.unit is not None else SEQ_LENGTHS)
+        """Lengths of the independent probe: as many ops as fit in registers without spills
+        (each op has its own operands and result)."""
+        if self.indep_lengths:
+            return self.indep_lengths
+        ops = self.template.operands
+        words = sum(max(1, ops[f].width // 32) for f in self.template.sources) + \
+            max(1, ops["d"].width // 32)
+        longest = 48 if self.unit is not None else 32
+        while longest * words > 160 and longest > 8:
+            longest //= 2
+        return (longest // 3, 2 * longest // 3, longest) if longest % 3 == 0 else \
+            (longest // 4, longest // 2, longest)
 
 
 @dataclass
