@@ -91,7 +91,8 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
 
     Layout: a loop run `iters` times (a kernel parameter; launched with 2): each pass loads the
     operands (not loop-invariant as far as the compiler knows: the loop stores to memory that
-    may alias), stores them to a scratch area so they have arrived before the clock starts,
+    may alias), stores them to a scratch area so they have arrived before the clock starts
+    (and waits for those stores with a membar),
     reads the clock, branches over the body on a predicate computed from that clock value and
     never true in practice (the clock equal to 2^64-1), so the body is its own basic block that
     no body instruction can leave and the compare cannot be hoisted above the clock read,
@@ -142,6 +143,10 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
         "$PASS:",
         *frame.loads,
         *settle,
+        # let the settle stores drain: their data reads compete with the body for register
+        # ports (seen on H200: independent ops ran slower early in the region, the more
+        # operands there were)
+        "membar.cta;",
         f"mov.u{tw} {t0}, {clk};",
         *([f"setp.eq.u{tw} %never, {t0}, -1;", "@%never bra $BODY_END;"] if guard else []),
         *body,
