@@ -24,6 +24,7 @@ MARKERS = {
 }
 
 STATE = pytest.StashKey["GpuChar"]()
+MAX_LISTED = 30   # rows of one kind listed in the terminal summary
 
 
 class GpuChar:
@@ -277,13 +278,25 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         counts[r.status] = counts.get(r.status, 0) + 1
     if counts:
         tr.write_line("results: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
-    bad = [r for r in rec.results if r.status in ("fail", "unstable", "invalid", "error")]
+    bad = [r for r in rec.results if r.status in ("fail", "unstable", "error")]
     shown = bad if len(measured) > 40 else measured + [r for r in bad if r.value is None]
     if shown:
         tr.write_line(f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
                       f"{'expected':30s} {'dev':>7s} status")
         for r in shown:
             tr.write_line(r.line())
+    invalid = [r for r in rec.results if r.status == "invalid"]
+    if invalid:
+        per_arch: dict[str, int] = {}
+        for r in invalid:
+            per_arch[r.arch] = per_arch.get(r.arch, 0) + 1
+        tr.write_line(f"{len(invalid)} probes invalid, no number reported ("
+                      + ", ".join(f"{a} {n}" for a, n in sorted(per_arch.items())) + "):")
+        for r in invalid[:MAX_LISTED]:
+            tr.write_line(f"  {r.arch} {r.detail[:150]}")
+        if len(invalid) > MAX_LISTED:
+            tr.write_line(f"  ... {len(invalid) - MAX_LISTED} more in the report "
+                          f"(--gpuchar-report DIR)")
     info = [r for r in rec.results if r.status == "info" and r.data.get("differs")]
     if info:
         tr.write_line(f"{len(info)} PTX->SASS mappings differ from the paper's record "
