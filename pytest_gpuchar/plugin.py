@@ -186,9 +186,16 @@ def expected(arch: str):
 
 
 @pytest.fixture
-def sass_snapshot(snapshot):
-    from .snapshot import SASSSnapshotExtension
-    return snapshot.use_extension(SASSSnapshotExtension)
+def sass_snapshot(snapshot, request):
+    """sass_snapshot(tag) -> a syrupy assertion for SASS made by compiler `tag` (kept in the
+    directory of that compiler and of the test's arch)."""
+    from .snapshot import SASSSnapshotExtension, use_compiler
+
+    def _for(tag: str):
+        arch = request.getfixturevalue("arch") if "arch" in request.fixturenames else "any"
+        use_compiler(request.node, f"{tag}/{arch}")
+        return snapshot.use_extension(SASSSnapshotExtension)
+    return _for
 
 
 @pytest.fixture

@@ -45,6 +45,6 @@ def measure_row(gpuchar, record, sass_snapshot, probe: probes.Probe, key: str, m
     except (toolchain.ToolMissing, ProbeInvalid, toolchain.AssemblyError) as e:
         r.data["jit_equals_ptxas"] = None
         r.data["ptxas_error"] = str(e).splitlines()[0]
-    assert jit_snapshot_text(run) == sass_snapshot(name=f"jit-driver-{dev.driver}")
+    assert jit_snapshot_text(run) == sass_snapshot(f"jit-driver-{dev.driver}")
     assert_result(r)
     return r

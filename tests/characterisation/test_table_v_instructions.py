@@ -51,7 +51,7 @@ def test_table_v_mapping(arch, row, offline_tools, expected, sass_snapshot, gpuc
             detail=f"ptxas {tag.version}: {unit}", test=f"{row.name}",
             data={"paper": paper, "ptxas": tag.version, "unit": unit,
                   "differs": _paper_agrees(paper, unit) is False}))
-    assert text == sass_snapshot(name=f"{tag.name}-{tag.version}")
+    assert text == sass_snapshot(f"{tag.name}-{tag.version}")
 
 
 def archs_too_old(arch: str, row) -> bool:

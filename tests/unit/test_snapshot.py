@@ -20,3 +20,20 @@ def test_serialize_text():
 def test_serialize_non_text_raises(data):
     with pytest.raises(TypeError, match="SASS snapshots take normalised SASS text"):
         SASSSnapshotExtension().serialize(data)
+
+
+def test_each_compiler_has_its_own_snapshot_directory(pytester):
+    """--snapshot-update with one compiler must not delete another compiler's snapshots."""
+    pytester.makepyfile(test_s="""
+        def test_sass(sass_snapshot):
+            assert "IADD3 r0, r1, r2, RZ\\n" == sass_snapshot("ptxas-13.5.37")
+    """)
+    other = pytester.path / "__sass__" / "ptxas-12.4.99" / "any" / "test_s"
+    other.mkdir(parents=True)
+    (other / "test_sass.sass").write_text("IADD r0, r1, r2\n")
+    for args in (["--snapshot-update"], ["--snapshot-update", "test_s.py"]):
+        result = pytester.runpytest_subprocess(*args)
+        result.assert_outcomes(passed=1)
+    mine = pytester.path / "__sass__" / "ptxas-13.5.37" / "any" / "test_s" / "test_sass.sass"
+    assert mine.read_text() == "IADD3 r0, r1, r2, RZ\n"
+    assert (other / "test_sass.sass").exists()
