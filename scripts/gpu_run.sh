@@ -34,5 +34,5 @@ rm -f "$OUT/run2/gpuchar-summary.md"
 python3 scripts/compare_runs.py "$OUT/run1/gpuchar-results.json" "$OUT/run2/gpuchar-results.json" \
   > "$OUT/repeatability.txt"
 head -3 "$OUT/repeatability.txt"
-tar czf "$OUT/snapshots.tgz" $(find tests -type d -name __snapshots__) 2>/dev/null
+tar czf "$OUT/snapshots.tgz" $(find tests -type d -name __sass__) 2>/dev/null
 tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$OUT/logs"
