@@ -18,11 +18,6 @@ STATIC_ARCHS = STATIC_ARCHS_LEGACY + STATIC_ARCHS_CUDA13
 
 _ARCH_RE = re.compile(r"^sm_(\d+)(a?)$")
 
-# Marketing names, for messages and reports.
-FAMILY = {
-    3: "Kepler", 5: "Maxwell", 6: "Pascal", 7: "Volta/Turing", 8: "Ampere/Ada",
-    9: "Hopper", 10: "Blackwell", 11: "Blackwell", 12: "Blackwell",
-}
 
 
 class UnknownArch(ValueError):
@@ -49,9 +44,6 @@ def number(arch: str) -> int:
         raise UnknownArch(f"not an arch name: {arch!r}")
     return int(m.group(1))
 
-
-def from_compute_capability(major: int, minor: int) -> str:
-    return f"sm_{major}{minor}"
 
 
 def ptx_target(arch: str) -> str:

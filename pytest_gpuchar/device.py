@@ -9,7 +9,7 @@ import datetime as _dt
 import functools
 import os
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -133,7 +133,3 @@ def worker_device(worker: int) -> int | None:
     except Exception:  # noqa: BLE001
         return None
     return worker % n if n else None
-
-
-def as_dict(info: DeviceInfo | Absent) -> dict:
-    return asdict(info)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
-import os
 from dataclasses import dataclass
 
 CU_JIT_INFO_LOG_BUFFER = 3
@@ -104,7 +103,3 @@ def compile_probe(ptx: str, driver: str, name: str = "probe.ptx") -> Compiled:
     out = Compiled(cubin, info, mod, driver)
     _CACHE[key] = out
     return out
-
-
-def jit_cache_disabled() -> bool:
-    return os.environ.get("CUDA_CACHE_DISABLE") == "1"

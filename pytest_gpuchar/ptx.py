@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import archs
 
@@ -334,7 +334,3 @@ def independent_ops(t: Template, n: int, frame: Frame, *, unique: bool = False) 
         lines.append(t.render(regs))
         results.append((d, t.operands["d"].width))
     return Body(lines, results)
-
-
-def empty_body() -> Body:
-    return Body([], [])

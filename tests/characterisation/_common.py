@@ -1,8 +1,6 @@
 """Shared steps of the instruction tables: build/verify offline, measure on the GPU."""
 from __future__ import annotations
 
-import pytest
-
 from pytest_gpuchar import measure, probes, sass, toolchain
 from pytest_gpuchar.plugin import assert_result
 from pytest_gpuchar.verify import ProbeInvalid

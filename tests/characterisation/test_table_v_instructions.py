@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from pytest_gpuchar import catalog, probes
+from pytest_gpuchar import catalog, probes, toolchain
 from pytest_gpuchar.report import Result
 from pytest_gpuchar.sass import RegionError
 from pytest_gpuchar.verify import ProbeInvalid
@@ -51,7 +51,7 @@ def test_table_v_mapping(arch, row, offline_tools, expected, sass_snapshot, gpuc
             detail=f"ptxas {tag.version}: {unit}", test=f"{row.name}",
             data={"paper": paper, "ptxas": tag.version, "unit": unit,
                   "differs": _paper_agrees(paper, unit) is False}))
-    assert text == sass_snapshot(f"{tag.name}-{tag.version}")
+    assert text == sass_snapshot(toolchain.compiler_tag(tag))
 
 
 def archs_too_old(arch: str, row) -> bool:

@@ -117,7 +117,7 @@ def test_kernel_stores_predicate_results_through_selp():
     frame = ptx.Frame()
     p = frame.load(1, "bool")
     text = ptx.kernel("kp", frame, [], [(p, 1)])
-    assert f"selp.b32" in text and p in text
+    assert "selp.b32" in text and p in text
 
 
 def test_module_header():
