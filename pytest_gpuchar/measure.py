@@ -89,6 +89,14 @@ def fit(cycles: dict[int, list[int]], ops: dict[int, int], *, spread_abs: float 
     return Fit(value, spread, slopes, intercept, residual, bool(why), why, medians)
 
 
+def _wait(probe_name: str, timeout_s: float) -> None:
+    """Wait for everything launched so far on the current stream, under the watchdog."""
+    import cupy as cp
+    ev = cp.cuda.Event()
+    ev.record()
+    _poll(ev, probe_name, timeout_s)
+
+
 def _poll(event, probe_name: str, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not event.done:
@@ -112,7 +120,7 @@ def jit_batch(batch: list[probes.Probe], dev: DeviceInfo) -> None:
     try:
         compiled = jit.compile_probe(probes.batch_module(dev.arch, todo), dev.driver,
                                      "gpuchar_batch.ptx")
-        functions = sass.parse(toolchain.disassemble(compiled.cubin, dev.arch))
+        functions = probes.functions_of(compiled.cubin, dev.arch)
     except (jit.JITError, toolchain.AssemblyError):
         return
     for p in todo:
@@ -125,7 +133,7 @@ def verify_jit(probe: probes.Probe, dev: DeviceInfo):
     if hit is None:
         compiled = jit.compile_probe(probe.ptx, dev.driver,
                                      probe.name.replace("/", "_") + ".ptx")
-        functions = sass.parse(toolchain.disassemble(compiled.cubin, dev.arch))
+        functions = probes.functions_of(compiled.cubin, dev.arch)
     else:
         compiled, functions = hit
     regions, verdict = probes.check(probe, functions)
@@ -140,7 +148,7 @@ def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
     import cupy as cp
     compiled, functions, verdict = verify_jit(probe, dev)
     outs = {}
-    keep = []
+    keep = []   # input buffers stay alive until the launches have run
     for n, entry in probe.entries.items():
         fn = compiled.function(entry)
         buf = values.input_buffer(probe.inputs[n])
@@ -151,9 +159,7 @@ def run(probe: probes.Probe, dev: DeviceInfo, *, repeats: int = DEFAULT_REPEATS,
         for r in range(repeats + 1):
             fn((1,), (threads,), (out[r], d_in, np.uint32(PASSES)))
         outs[n] = out
-    ev = cp.cuda.Event()
-    ev.record()
-    _poll(ev, probe.name, watchdog_s)
+    _wait(probe.name, watchdog_s)
     cycles = {n: [int(v) for v in out[1:, 0].get()] for n, out in outs.items()}
     return Run(probe, cycles, functions, verdict, compiled.info_log)
 
@@ -197,9 +203,7 @@ def sm_clock_mhz(dev: DeviceInfo, iters: int = 2_000_000) -> float:
     out = cp.zeros(3, dtype=np.int64)
     fn((1,), (1,), (out, np.uint32(iters // 10)))   # warm-up, lets clocks ramp
     fn((1,), (1,), (out, np.uint32(iters)))
-    ev = cp.cuda.Event()
-    ev.record()
-    _poll(ev, "sm_clock", DEFAULT_WATCHDOG_S)
+    _wait("sm_clock", DEFAULT_WATCHDOG_S)
     c, t, _ = (int(v) for v in out.get())
     return c / t * 1000.0 if t > 0 else float("nan")
 
@@ -224,11 +228,8 @@ SPIN:
 def spin(dev: DeviceInfo, seconds: float, *, watchdog_s: float, name: str = "spin") -> None:
     """Launch a kernel that spins for `seconds` (bounded, so it always ends) under the
     watchdog: the watchdog's own self-test on real hardware."""
-    import cupy as cp
     from . import ptx as _ptx
     fn = jit.compile_probe(_ptx.header(dev.arch) + SPIN_PTX, dev.driver,
                            "gpuchar_spin.ptx").function("gpuchar_spin")
     fn((1,), (1,), (np.uint64(int(seconds * 1e9)),))
-    ev = cp.cuda.Event()
-    ev.record()
-    _poll(ev, name, watchdog_s)
+    _wait(name, watchdog_s)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from . import archs, expectations, toolchain
-from dataclasses import asdict
-
 from .report import Recorder, Result, judge
 
 MARKERS = {

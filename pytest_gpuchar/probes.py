@@ -46,10 +46,6 @@ class InstrRow:
     indep_lengths: tuple[int, ...] | None = None   # e.g. predicate results: at most 6 live
 
     @property
-    def slug(self) -> str:
-        return re.sub(r"[^A-Za-z0-9]+", "_", self.name).strip("_")
-
-    @property
     def lengths(self) -> tuple[int, ...]:
         return DEP_LENGTHS if self.unit is not None else SEQ_LENGTHS
 
@@ -62,7 +58,7 @@ class InstrRow:
         ops = self.template.operands
         words = sum(max(1, ops[f].width // 32) for f in self.template.sources) + \
             max(1, ops["d"].width // 32)
-        longest = 48 if self.unit is not None else 32
+        longest = (INDEP_LENGTHS if self.unit is not None else SEQ_LENGTHS)[-1]
         while longest * words > 160 and longest > 8:
             longest //= 2
         return (longest // 3, 2 * longest // 3, longest) if longest % 3 == 0 else \
@@ -80,7 +76,6 @@ class Probe:
     ops: dict[int, int]          # chain length -> number of PTX ops timed
     out_slots: dict[int, int] = field(default_factory=dict)  # 8-byte slots each kernel writes
     guarded: bool = True         # the body sits behind the clock-compare guard (ptx.kernel)
-    threads: int = 1
 
     @property
     def digest(self) -> str:
@@ -202,6 +197,11 @@ def check(probe: Probe, functions: dict[str, sass.Function]) -> tuple[dict, Verd
     return regions, verify(probe.name, regions, probe.intent)
 
 
+def functions_of(cubin: bytes, arch: str) -> dict[str, sass.Function]:
+    """The SASS of every kernel in a cubin (nvdisasm for `arch`), by kernel name."""
+    return sass.parse(toolchain.disassemble(cubin, arch))
+
+
 def build_static(probe: Probe) -> Static:
     """Assemble offline with ptxas for the probe's arch, disassemble, verify.
 
@@ -211,8 +211,7 @@ def build_static(probe: Probe) -> Static:
     toolchain.find("nvdisasm", probe.arch)
     functions = _BATCH_FUNCS.get((probe.arch, tool.version, probe.digest))
     if functions is None:
-        cubin = toolchain.assemble(probe.ptx, probe.arch)
-        functions = sass.parse(toolchain.disassemble(cubin, probe.arch))
+        functions = functions_of(toolchain.assemble(probe.ptx, probe.arch), probe.arch)
     regions, verdict = check(probe, functions)
     return Static(probe, tool, functions, regions, verdict)
 
@@ -234,8 +233,7 @@ def batch(arch: str, batch: list[Probe]) -> None:
     if not todo:
         return
     try:
-        cubin = toolchain.assemble(batch_module(arch, todo), arch)
-        functions = sass.parse(toolchain.disassemble(cubin, arch))
+        functions = functions_of(toolchain.assemble(batch_module(arch, todo), arch), arch)
     except toolchain.AssemblyError:
         return
     for p in todo:

@@ -117,7 +117,7 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
     for slot in frame.inputs:
         width = 32 if slot.width == 1 else slot.width
         settle.append(f"st.global.b{width} [%scratch+{slot.slot * SLOT_BYTES}], "
-                      f"{_loaded_reg(frame, slot.slot)};")
+                      f"{frame.loaded[slot.slot]};")
     dt_store = (f"st.global.b64 [%out], {dt};" if clock64 else
                 f"st.global.b32 [%out], {dt};")
     n_in = max(1, len(frame.inputs)) * SLOT_BYTES
@@ -132,7 +132,6 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
         "ld.param.u64 %out, [out_param];",
         "ld.param.u64 %in, [in_param];",
         "ld.param.u32 %iters, [iters_param];",
-        # the pass count lives in a register (no re-load into the timed region)
         "mov.u32 %tidx, %tid.x;",
         f"mul.wide.u32 %toff, %tidx, {n_in};",
         "add.u64 %in, %in, %toff;",
@@ -166,10 +165,6 @@ def kernel(name: str, frame: Frame, body: list[str], results: list[tuple[str, in
         "}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _loaded_reg(frame: Frame, slot: int) -> str:
-    return frame.loaded[slot]
 
 
 def out_bytes(n_results: int, n_inputs: int) -> int:

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 from .sass import Instr, dependence_depth, format_listing
 
-# Opcodes a compiler may hoist out of N copies of a sequence (constants, register moves).
 # Opcodes the compiler picks between freely for the same operation (e.g. sm_90 uses VIADD in
 # some copies of a sequence and IADD3 in others); sequences are compared modulo these.
 CANONICAL = {"VIADD": "IADD3", "IMAD.IADD": "IADD3", "IADD": "IADD3", "VIMNMX": "IMNMX",
              "VIMNMX.U32": "IMNMX.U32", "IMAD.SHL.U32": "SHF.L.U32", "IMAD.SHL": "SHF.L.U32"}
 MOVE_OPCODES = ("MOV", "IMAD.MOV", "IMAD.MOV.U32", "UMOV")
+# Opcodes a compiler may hoist out of N copies of a sequence (constants, register moves).
 SETUP_OPCODES = ("MOV", "MOV32I", "IMAD.MOV", "IMAD.MOV.U32", "UMOV", "ULDC", "ULDC.64",
                  "HFMA2.MMA", "CS2R")
 
@@ -43,8 +43,10 @@ class Intent:
         if self.unit is None:
             sig = f" including {', '.join(self.signature)}" if self.signature else ""
             return f"{self.count} x (one compiler sequence{sig})"
-        return f"{self.count} x [{' + '.join(self.unit)}] (~: link, absent after the last op)" \
-            if any(u.startswith("~") for u in self.unit) else f"{self.count} x [{' + '.join(self.unit)}]"
+        text = f"{self.count} x [{' + '.join(self.unit)}]"
+        if any(u.startswith("~") for u in self.unit):
+            text += " (~: link, absent after the last op)"
+        return text
 
 
 def matches(opcode: str, pattern: str) -> bool:
