@@ -1,7 +1,13 @@
 """Per-arch expectation files: schema validation with file:line:key errors, lookup with
 per-device overrides, comparison of a measurement, and atomic regeneration from a run.
 
-File layout (``expectations/<arch>.yaml``)::
+Files: ``expectations/<arch>.yaml`` holds the instruction tables; each topic of the suite has
+its own directory of per-arch files, ``expectations/<topic>/<arch>.yaml`` (topics: TOPICS),
+whose characteristic keys all start with ``<topic>.``. ``load(arch)`` merges an arch's files; a
+key defined in two files is an error naming both. Regeneration writes each key back to the file
+of its topic, so the topics (and the archs) never overwrite each other.
+
+File layout::
 
     schema: 1
     arch: sm_80
@@ -44,6 +50,8 @@ import yaml
 from . import archs
 
 SCHEMA_VERSION = 1
+# Topic directories under ROOT; a key "memory.latency.l1" lives in memory/<arch>.yaml.
+TOPICS = ("memory", "tensor", "numerics", "throughput")
 ROOT = Path(os.environ.get("GPUCHAR_EXPECTATIONS")
             or Path(__file__).resolve().parent.parent / "expectations")
 TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
@@ -51,7 +59,8 @@ TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mapp
 ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
               "provenance", "status"}
 UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
-         "ops/clk/SM", "B/clk/SM", "count", "bool"}
+         "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
+         "ops/clk", "B/clk", "bits", "percent"}
 
 
 class ExpectationError(ValueError):
@@ -267,9 +276,14 @@ def parse(text: str, path: Path) -> ArchExpectations:
         raise _err(path, arch_node, "arch", str(e)) from None
     if path.stem != arch and path.stem.startswith("sm_"):
         raise _err(path, arch_node, "arch", f"file is named {path.name} but says {arch}")
+    topic = path.parent.name if path.parent.name in TOPICS else None
     chars = {}
     if "characteristics" in top:
         for k, kn, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
+            if topic and not k.startswith(topic + "."):
+                raise _err(path, kn, k, f"a key in {topic}/ must start with '{topic}.'")
+            if not topic and k.split(".")[0] in TOPICS:
+                raise _err(path, kn, k, f"belongs in {k.split('.')[0]}/{path.name}")
             chars[k] = _entry(path, k, v, kn)
     mappings = {}
     if "mappings" in top:
@@ -293,20 +307,69 @@ def parse(text: str, path: Path) -> ArchExpectations:
 
 
 def available(root: Path | None = None) -> dict[str, Path]:
-    """arch -> file for every expectations/<arch>.yaml."""
+    """arch -> file for every expectations/<arch>.yaml (the instruction tables)."""
     return {p.stem: p for p in sorted(Path(root or ROOT).glob("sm_*.yaml"))}
 
 
-_LOADED: dict[Path, ArchExpectations] = {}
+def arch_files(arch: str, root: Path | None = None) -> list[Path]:
+    """Every file holding `arch`'s expectations: <arch>.yaml first, then each topic's."""
+    root = Path(root or ROOT)
+    return [p for p in [root / f"{arch}.yaml"] + [root / t / f"{arch}.yaml" for t in TOPICS]
+            if p.exists()]
+
+
+def all_files(root: Path | None = None) -> list[Path]:
+    root = Path(root or ROOT)
+    return sorted(root.glob("sm_*.yaml")) + sorted(
+        p for t in TOPICS for p in (root / t).glob("sm_*.yaml"))
+
+
+def file_for(key: str, arch: str, root: Path | None = None) -> Path:
+    """The file a characteristic key belongs in (by its topic prefix)."""
+    root = Path(root or ROOT)
+    topic = key.split(".")[0]
+    return root / topic / f"{arch}.yaml" if topic in TOPICS else root / f"{arch}.yaml"
+
+
+def merge(parts: list[ArchExpectations]) -> ArchExpectations:
+    """One arch's files as one: a key (characteristic, mapping or per-device override) defined
+    in two files is an error naming both."""
+    first = parts[0]
+    out = ArchExpectations(first.arch, first.path, {}, {}, {}, {}, first.raw)
+    seen: dict[str, str] = {}
+    for p in parts:
+        for k, e in p.characteristics.items():
+            if k in out.characteristics:
+                raise ExpectationError(f"{e.origin}: {k}: also defined at "
+                                       f"{out.characteristics[k].origin}")
+            out.characteristics[k] = e
+        for k, m in p.mappings.items():
+            if k in out.mappings:
+                raise ExpectationError(f"{p.path}:0: mappings.{k}: also defined in {seen[k]}")
+            out.mappings[k], seen[k] = m, str(p.path)
+        for dname, dd in p.devices.items():
+            target = out.devices.setdefault(dname, {})
+            for k, e in dd.items():
+                if k in target:
+                    raise ExpectationError(f"{e.origin}: devices.{dname}.{k}: also defined at "
+                                           f"{target[k].origin}")
+                target[k] = e
+        out.sources.update(p.sources)
+    return out
+
+
+_LOADED: dict[tuple[Path, str], ArchExpectations] = {}
 
 
 def load(arch: str, root: Path | None = None) -> ArchExpectations | None:
-    path = Path(root or ROOT) / f"{arch}.yaml"
-    if not path.exists():
-        return None
-    if path not in _LOADED:
-        _LOADED[path] = load_file(path)
-    return _LOADED[path]
+    """`arch`'s expectations from all its files (None if it has none)."""
+    root = Path(root or ROOT)
+    if (root, arch) not in _LOADED:
+        files = arch_files(arch, root)
+        if not files:
+            return None
+        _LOADED[(root, arch)] = merge([load_file(f) for f in files])
+    return _LOADED[(root, arch)]
 
 
 # --- regeneration from a measured run (never done by a test run) ---------------------------
@@ -324,6 +387,11 @@ def atomic_write(path: Path, text: str) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _rounded(v: float) -> float:
+    """Cycles to 2 decimals; small figures (errors of 1e-8) to 4 significant digits."""
+    return round(v, 2) if v == 0 or abs(v) >= 1 else float(f"{v:.4g}")
 
 
 def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
@@ -350,9 +418,12 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
         old = target.get(r["key"], {})
         prov = r.get("provenance", {})
         entry = {
-            "value": round(float(r["value"]), 2),
+            "value": _rounded(float(r["value"])),
             "unit": r.get("unit", "cycles"),
-            "tolerance": old.get("tolerance") or {"abs": abs_tol, "rel": rel_tol},
+            # an existing entry keeps its tolerance; a new one takes the tolerance its test
+            # proposed (data.tolerance: a bool or an error needs its own) or the default
+            "tolerance": old.get("tolerance") or (r.get("data") or {}).get("tolerance")
+            or {"abs": abs_tol, "rel": rel_tol},
             "source": f"measured {prov.get('date', '')[:10]} on {prov.get('device', '?')}",
             "method": r.get("method", ""),
             "provenance": {k: prov[k] for k in sorted(prov)},
@@ -363,9 +434,24 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
         written.append(r["key"])
     text = yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
     parse(text, path)   # validate before replacing: a bad write must never land
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
-    _LOADED.pop(path, None)
+    _LOADED.clear()
     return written
+
+
+def update_arch(arch: str, results: list[dict], *, root: Path | None = None,
+                device: str | None = None, abs_tol: float = 1.0, rel_tol: float = 0.05,
+                keys: set[str] | None = None) -> dict[Path, list[str]]:
+    """update_from_results for every file of `arch` the results touch: each key goes to the
+    file of its topic (file_for). Returns file -> keys written."""
+    by_file: dict[Path, set[str]] = {}
+    for r in results:
+        if r.get("arch") == arch and r.get("key") and (not keys or r["key"] in keys):
+            by_file.setdefault(file_for(r["key"], arch, root), set()).add(r["key"])
+    return {path: update_from_results(path, results, device=device, abs_tol=abs_tol,
+                                      rel_tol=rel_tol, keys=ks)
+            for path, ks in sorted(by_file.items())}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--rel-tol", type=float, default=0.05)
     args = ap.parse_args(argv)
     if args.cmd == "check":
-        files = args.files or list(available().values())
+        files = args.files or all_files()
         if not files:
             print(f"no expectation files found under {ROOT} (set GPUCHAR_EXPECTATIONS)")
             return 1
@@ -399,15 +485,24 @@ def main(argv: list[str] | None = None) -> int:
             except ExpectationError as err:
                 bad += 1
                 print(f"BAD {err}")
+        if not args.files and not bad:   # cross-file duplicates of each arch
+            for arch in sorted({f.stem for f in files}):
+                try:
+                    load(arch)
+                except ExpectationError as err:
+                    bad += 1
+                    print(f"BAD {err}")
         return 1 if bad else 0
     arch = archs.validate(args.arch)
     report = json.loads(args.results.read_text())
     results = report.get("results", report)
     root = args.root or ROOT
-    written = update_from_results(root / f"{arch}.yaml", results, device=args.device,
-                                  abs_tol=args.abs_tol, rel_tol=args.rel_tol,
-                                  keys=set(args.key) if args.key else None)
-    print(f"wrote {len(written)} values to {root / f'{arch}.yaml'}")
+    written = update_arch(arch, results, root=root, device=args.device, abs_tol=args.abs_tol,
+                          rel_tol=args.rel_tol, keys=set(args.key) if args.key else None)
+    for path, keys in written.items():
+        print(f"wrote {len(keys)} values to {path}")
+    if not written:
+        print(f"no {arch} values in {args.results}")
     return 0
 
 

@@ -85,6 +85,17 @@ class GpuChar:
             pytest.skip(f"hardware: GPU wedged by probe {w} earlier in this run")
         return dev
 
+    def artifact(self, name: str, caption: str, test: str = "") -> Path | None:
+        """Path for a plot or data file of the run's report (listed in its Markdown), or None
+        when no report directory was asked for (--gpuchar-report)."""
+        if not self.report_dir:
+            return None
+        from .report import ARTIFACTS
+        d = self.report_dir / ARTIFACTS
+        d.mkdir(parents=True, exist_ok=True)
+        self.recorder.add_artifact(name, caption, test)
+        return d / name
+
     def provenance(self) -> dict:
         dev = self.device
         if not dev:
@@ -221,6 +232,21 @@ def record(request, gpuchar: GpuChar):
     return _record
 
 
+@pytest.fixture
+def gpuchar_artifact(request, gpuchar: GpuChar):
+    """gpuchar_artifact(name, caption) -> Path to write a plot/curve into the run's report
+    (<report>/artifacts/<name>, listed in gpuchar-summary.md), or None without
+    --gpuchar-report."""
+    def _artifact(name: str, caption: str) -> Path | None:
+        path = gpuchar.artifact(name, caption, request.node.nodeid)
+        if path is not None:
+            request.node.user_properties.append(
+                ("gpuchar_artifact", {"name": name, "caption": caption,
+                                      "test": request.node.nodeid}))
+        return path
+    return _artifact
+
+
 def assert_result(r: Result) -> None:
     """Turn a judged result into the test outcome."""
     if r.status == "unstable":
@@ -240,6 +266,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         for name, value in report.user_properties:
             if name == "gpuchar_result":
                 st.recorder.add(Result(**value))
+            elif name == "gpuchar_artifact":
+                st.recorder.add_artifact(**value)
     if report.skipped and report.when in ("setup", "call") and isinstance(report.longrepr, tuple):
         reason = str(report.longrepr[2]).removeprefix("Skipped: ")
         group = reason.split(";")[0][:120]

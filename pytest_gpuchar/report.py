@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .expectations import Expected
 
+ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
 STATUSES = ("pass", "fail", "unstable", "invalid", "measured", "info", "error")
 
 
@@ -58,6 +59,8 @@ class Recorder:
     def __init__(self) -> None:
         self.results: list[Result] = []
         self.meta: dict = {}
+        # files a test wrote into the report directory (plots, curves): name, caption, test
+        self.artifacts: list[dict] = []
 
     def add(self, r: Result) -> Result:
         self.results.append(r)
@@ -66,8 +69,13 @@ class Recorder:
     def by_status(self, *statuses: str) -> list[Result]:
         return [r for r in self.results if r.status in statuses]
 
+    def add_artifact(self, name: str, caption: str, test: str = "") -> None:
+        """A file under the report directory's artifacts/ (plots, curves) to list in it."""
+        self.artifacts.append({"name": name, "caption": caption, "test": test})
+
     def to_json(self) -> dict:
-        return {"meta": self.meta, "results": [asdict(r) for r in self.results]}
+        return {"meta": self.meta, "results": [asdict(r) for r in self.results],
+                "artifacts": self.artifacts}
 
     def write(self, directory: Path) -> tuple[Path, Path]:
         directory.mkdir(parents=True, exist_ok=True)
@@ -107,4 +115,11 @@ class Recorder:
                 out.append(f"| {r.arch} | {r.key} | {val} | {r.unit} | {spr} | {r.expected} | "
                            f"{dev} | {r.status} | {detail} |")
             out.append("")
+        if self.artifacts:
+            out += ["## Plots and data", ""]
+            for a in self.artifacts:
+                link = f"{ARTIFACTS}/{a['name']}"
+                shown = f"![{a['caption']}]({link})" if a["name"].endswith(".png") else \
+                    f"[{a['name']}]({link})"
+                out += [f"**{a['caption']}** ({a['test']})", "", shown, ""]
         return "\n".join(out) + "\n"

@@ -24,7 +24,7 @@ characteristics:
     unit: cycles/op
     tolerance: {abs: 1, rel: 0.1}
     source: ampere22 Table II
-  memory.l2:
+  cache.l2:
     range: [190, 235]
     unit: cycles
     source: ampere22 Table IV
@@ -43,7 +43,7 @@ mappings:
 devices:
   "NVIDIA A100-SXM4-40GB":
     characteristics:
-      memory.l2:
+      cache.l2:
         value: 210
         unit: cycles
         tolerance: {abs: 10}
@@ -75,12 +75,12 @@ def load_error(path: Path) -> str:
 def test_good_file_loads(tmp_path):
     e = E.load_file(write(tmp_path, GOOD))
     assert e.arch == "sm_80"
-    assert set(e.characteristics) == {"latency.add.u32", "memory.l2", "cpi.mov.clock",
+    assert set(e.characteristics) == {"latency.add.u32", "cache.l2", "cpi.mov.clock",
                                       "latency.bar.sync"}
     add = e.get("latency.add.u32")
     assert (add.value, add.unit, add.abs_tol, add.rel_tol) == (4.0, "cycles/op", 1.0, 0.1)
     assert add.origin == f"{tmp_path / 'sm_80.yaml'}:{line_of(GOOD, 'value: 4')}"
-    assert e.get("memory.l2").range == (190.0, 235.0)
+    assert e.get("cache.l2").range == (190.0, 235.0)
     assert e.get("cpi.mov.clock").one_of == (0.0, 6.0)
     assert not e.get("latency.bar.sync").numeric
     assert e.mappings["add.u32"]["paper"] == "IADD3"
@@ -89,9 +89,9 @@ def test_good_file_loads(tmp_path):
 
 def test_device_override(tmp_path):
     e = E.load_file(write(tmp_path, GOOD))
-    assert e.get("memory.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
-    assert e.get("memory.l2", "NVIDIA A100-PCIE-40GB").range == (190.0, 235.0)
-    assert e.get("memory.l2").range == (190.0, 235.0)
+    assert e.get("cache.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
+    assert e.get("cache.l2", "NVIDIA A100-PCIE-40GB").range == (190.0, 235.0)
+    assert e.get("cache.l2").range == (190.0, 235.0)
     assert e.get("latency.add.u32", "NVIDIA A100-SXM4-40GB").value == 4.0
     assert e.get("no.such.key") is None
 
@@ -209,9 +209,9 @@ def test_duplicate_field_in_entry(tmp_path):
 
 
 def test_bad_range(tmp_path):
-    text = HEAD + "characteristics:\n  memory.x:\n" + entry(value=None, range="[235, 190]")
+    text = HEAD + "characteristics:\n  cache.x:\n" + entry(value=None, range="[235, 190]")
     msg = load_error(write(tmp_path, text))
-    assert "memory.x.range" in msg and "low" in msg
+    assert "cache.x.range" in msg and "low" in msg
 
 
 def test_null_value_needs_note(tmp_path):
@@ -320,9 +320,9 @@ def test_update_keeps_other_entries_archs_and_provenance(tmp_path):
     assert add.value == 4.51
     assert (add.abs_tol, add.rel_tol) == (1.0, 0.1)     # the entry's tolerance is kept
     assert e.get("latency.new.op").value == 7.0
-    assert e.get("memory.l2").range == (190.0, 235.0)   # unrelated entries kept
+    assert e.get("cache.l2").range == (190.0, 235.0)   # unrelated entries kept
     assert e.get("latency.bar.sync").note == "not printed"
-    assert e.get("memory.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
+    assert e.get("cache.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
     assert e.mappings == {"add.u32": {"paper": "IADD3"}}
     for k in ("latency.skip.unstable", "latency.skip.invalid", "latency.skip.none",
               "latency.other.arch"):
@@ -336,12 +336,12 @@ def test_update_keeps_other_entries_archs_and_provenance(tmp_path):
 
 def test_update_device_section(tmp_path):
     path = write(tmp_path, GOOD)
-    E.update_from_results(path, [result("memory.l2", 250.0, unit="cycles")],
+    E.update_from_results(path, [result("cache.l2", 250.0, unit="cycles")],
                           device="NVIDIA A100-PCIE-40GB")
     e = E.load_file(path)
-    assert e.get("memory.l2", "NVIDIA A100-PCIE-40GB").value == 250.0
-    assert e.get("memory.l2").range == (190.0, 235.0)
-    assert e.get("memory.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
+    assert e.get("cache.l2", "NVIDIA A100-PCIE-40GB").value == 250.0
+    assert e.get("cache.l2").range == (190.0, 235.0)
+    assert e.get("cache.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
 
 
 def test_update_only_selected_keys(tmp_path):
@@ -404,3 +404,92 @@ def test_cli_update(tmp_path, capsys):
                    "--root", str(tmp_path)]) == 0
     assert "wrote 1 values" in capsys.readouterr().out
     assert E.load_file(path).get("latency.add.u32").value == 4.25
+
+
+# --- topic files: expectations/<topic>/<arch>.yaml -----------------------------------------
+
+def topic_entry(key: str, value: float = 30) -> str:
+    return f"characteristics:\n  {key}:\n" + entry(value=str(value))
+
+
+def test_topic_files_merge_into_the_arch(tmp_path):
+    write(tmp_path, GOOD)
+    (tmp_path / "memory").mkdir()
+    write(tmp_path / "memory", HEAD + topic_entry("memory.latency.l1", 33))
+    e = E.load("sm_80", tmp_path)
+    assert e.get("memory.latency.l1").value == 33.0
+    assert e.get("latency.add.u32").value == 4.0
+    assert e.get("memory.latency.l1").origin.startswith(str(tmp_path / "memory" / "sm_80.yaml"))
+    assert E.arch_files("sm_80", tmp_path) == [tmp_path / "sm_80.yaml",
+                                               tmp_path / "memory" / "sm_80.yaml"]
+
+
+def test_topic_file_alone_is_enough(tmp_path):
+    (tmp_path / "tensor").mkdir()
+    write(tmp_path / "tensor", "schema: 1\narch: sm_75\n" + topic_entry("tensor.x"), "sm_75.yaml")
+    assert E.load("sm_75", tmp_path).get("tensor.x").value == 30.0
+    assert E.load("sm_61", tmp_path) is None
+
+
+def test_topic_key_must_carry_the_topic_prefix(tmp_path):
+    (tmp_path / "memory").mkdir()
+    p = write(tmp_path / "memory", HEAD + topic_entry("latency.l1"))
+    with pytest.raises(ExpectationError, match=r"memory/sm_80.yaml:4: latency.l1: .*'memory\.'"):
+        E.load_file(p)
+
+
+def test_topic_key_in_the_root_file_is_rejected(tmp_path):
+    p = write(tmp_path, HEAD + topic_entry("throughput.ffma"))
+    with pytest.raises(ExpectationError, match=r"sm_80.yaml:4: throughput.ffma: belongs in "
+                                               r"throughput/sm_80.yaml"):
+        E.load_file(p)
+
+
+def test_same_key_in_two_files_names_both(tmp_path):
+    (tmp_path / "memory").mkdir()
+    write(tmp_path / "memory", HEAD + topic_entry("memory.x"))
+    write(tmp_path, HEAD + topic_entry("cache.y"))
+    a = E.load_file(tmp_path / "memory" / "sm_80.yaml")
+    b = E.load_file(tmp_path / "sm_80.yaml")
+    assert set(E.merge([b, a]).characteristics) == {"cache.y", "memory.x"}
+    with pytest.raises(ExpectationError, match=r"sm_80.yaml:\d+: memory.x: also defined at "
+                                               r".*memory/sm_80.yaml:\d+"):
+        E.merge([b, a, a])
+
+
+def test_update_arch_routes_each_key_to_its_topic_file(tmp_path):
+    path = write(tmp_path, GOOD)
+    before = path.read_text()
+    res = [result("memory.latency.l2", 260.0, unit="cycles"),
+           result("tensor.mma.f16", 32.0), result("latency.add.u32", 4.0),
+           result("memory.latency.l1", 33.0, arch="sm_90")]
+    written = E.update_arch("sm_80", res, root=tmp_path)
+    assert written == {tmp_path / "memory" / "sm_80.yaml": ["memory.latency.l2"],
+                       tmp_path / "sm_80.yaml": ["latency.add.u32"],
+                       tmp_path / "tensor" / "sm_80.yaml": ["tensor.mma.f16"]}
+    e = E.load("sm_80", tmp_path)
+    assert e.get("memory.latency.l2").value == 260.0
+    assert e.get("cache.l2").range == (190.0, 235.0)         # untouched
+    assert not (tmp_path / "memory" / "sm_90.yaml").exists()  # other arch untouched
+    assert path.read_text() != before
+
+
+def test_cli_check_finds_topic_files(tmp_path, monkeypatch, capsys):
+    write(tmp_path, GOOD)
+    (tmp_path / "memory").mkdir()
+    write(tmp_path / "memory", HEAD + topic_entry("memory.latency.l1"))
+    monkeypatch.setattr(E, "ROOT", tmp_path)
+    assert E.main(["check"]) == 0
+    assert "memory/sm_80.yaml" in capsys.readouterr().out
+
+
+def test_update_takes_the_tolerance_a_test_proposed_and_keeps_small_values(tmp_path):
+    path = write(tmp_path, GOOD)
+    E.update_from_results(path, [
+        result("numeric.err", 1.894e-08, unit="error",
+               data={"tolerance": {"rel": 0.5, "abs": 1e-9}}),
+        result("latency.add.u32", 4.0, data={"tolerance": {"abs": 9}})])
+    e = E.load_file(path)
+    assert e.get("numeric.err").value == 1.894e-08
+    assert (e.get("numeric.err").abs_tol, e.get("numeric.err").rel_tol) == (1e-9, 0.5)
+    assert e.get("latency.add.u32").abs_tol == 1.0   # an existing entry keeps its own

@@ -175,3 +175,47 @@ def test_importing_the_plugin_does_not_import_cupy(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "ok"
+
+
+ARTIFACT_TEST = """
+from pytest_gpuchar import plots
+
+def test_plot(gpuchar_artifact):
+    path = gpuchar_artifact("curve.png", "latency against footprint")
+    if path is None:
+        return
+    plt = plots.pyplot()
+    fig, ax = plt.subplots()
+    ax.plot([1, 2, 3], [33, 33, 260])
+    plots.save(fig, path)
+
+def test_data(gpuchar_artifact):
+    path = gpuchar_artifact("curve.csv", "the curve's points")
+    if path is not None:
+        path.write_text("kb,cycles\\n1,33\\n")
+"""
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_artifacts_are_written_and_listed_in_the_report(pytester, no_gpu, workers):
+    if workers:
+        pytest.importorskip("xdist")
+    pytester.makepyfile(ARTIFACT_TEST)
+    out = pytester.path / "out"
+    args = ["--gpuchar-report", str(out)] + (["-n", str(workers)] if workers else [])
+    result = pytester.runpytest(*args)
+    assert result.ret == 0
+    png = out / "artifacts" / "curve.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    md = (out / "gpuchar-summary.md").read_text()
+    assert "![latency against footprint](artifacts/curve.png)" in md
+    assert "[curve.csv](artifacts/curve.csv)" in md
+    data = json.loads((out / "gpuchar-results.json").read_text())
+    assert sorted(a["name"] for a in data["artifacts"]) == ["curve.csv", "curve.png"]
+
+
+def test_artifacts_without_a_report_directory(pytester, no_gpu):
+    pytester.makepyfile(ARTIFACT_TEST)
+    result = pytester.runpytest()
+    assert result.ret == 0
+    assert not list(pytester.path.rglob("*.png"))

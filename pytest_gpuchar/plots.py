@@ -1,0 +1,32 @@
+"""Plot output for the run's report: matplotlib on its non-interactive backend, written
+atomically (a half-written PNG never lands in a report). Each topic draws its own figures and
+saves them with `save`."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display needed)."""
+    import matplotlib
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
+    """Write `fig` to `path` (format from the suffix) atomically and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        pyplot().close(fig)
+    return path
