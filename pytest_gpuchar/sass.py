@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _INSTR_RE = re.compile(
     r"^\s*/\*(?P<off>[0-9a-f]{4,})\*/\s+(?P<body>.*?)\s*;?\s*(?:/\*.*\*/)?\s*$")
@@ -37,6 +37,8 @@ class Instr:
 class Function:
     name: str
     instrs: list[Instr]
+    # branch labels (".L_x_3") -> index in instrs of the instruction they precede
+    labels: dict[str, int] = field(default_factory=dict)
 
     def opcodes(self) -> Counter:
         return Counter(i.opcode for i in self.instrs)
@@ -80,6 +82,10 @@ def parse(text: str) -> dict[str, Function]:
         if m:
             current = Function(m.group("name"), [])
             funcs[current.name] = current
+            continue
+        lm = _LABEL_RE.match(line.strip())
+        if lm and current is not None:
+            current.labels[lm.group("name")] = len(current.instrs)
             continue
         m = _INSTR_RE.match(line)
         if m and current is not None:

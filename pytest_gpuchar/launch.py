@@ -1,0 +1,357 @@
+"""Launch and synchronisation costs a performance model needs (Many-BSP report, seed 002):
+bar.sync overhead for 256 and 1024 threads (Tables 1-5..1-7), warp and block launch overhead
+and the issue cycle (Table 1-8), and the export of the measured parameters as a YAML file a
+model can read (``gpuchar-model-params``).
+
+Probes (PTX built here and in throughput.py, SASS-verified, measured differentially):
+
+- ``bar.sync`` (nt = 256, 1024): one block of nt threads per SM runs a loop of ``BAR_UNROLL``
+  ``bar.sync 0`` per iteration (the loop body verified: exactly that many BAR.SYNC plus loop
+  control). Per block, busy cycles = max(end) - min(start) over its warps' %clock64; slope over
+  trip counts = cycles per barrier of the whole block.
+- warp launch: blocks of W warps (W = 2, 4, 8, 16, 32), one per SM; each warp's first
+  instruction after the parameter loads is a %clock64 read (verified: nothing but setup before
+  it). Per block: the last warp's start minus the first's; slope over W = cycles per
+  additional warp launched.
+- block launch: one-warp blocks made exclusive on their SM by their dynamic shared memory
+  (more than half the SM's), B = 2, 4, 8 blocks per SM run one after the other; each records
+  %clock64 at entry and exit. Per SM, busy span against B: slope = cycles per block; minus the
+  block's own body (median exit - entry) = the launch overhead between two blocks.
+- issue cycle: cycles between two warp instructions of one scheduler at the fastest measured
+  rate: schedulers per SM x 32 / max results per clock per SM (from the throughput rows);
+  Many-BSP's issue_cycle.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import ptx, sass, throughput
+from .throughput import Row, TPProbe, _t
+from .verify import ProbeInvalid, matches
+
+BAR_UNROLL = 16
+BAR_TRIPS = (8, 16, 24)
+BAR_THREADS = (256, 1024)
+WARPS = (2, 4, 8, 16, 32)
+BLOCKS_PER_SM = (2, 4, 8)
+
+BAR_ROW = Row("bar.sync", "bar.sync overhead (whole block)", "MI",
+              _t("bar.sync 0;", 32, 32),
+              {0: ("BAR.SYNC", "MEMBAR.CTA"), 70: ("BAR.SYNC|BAR.SYNC.DEFER_BLOCKING",)},
+              style="bar", note="Maxwell/Pascal (ptxas 12.4): bar.sync is BAR.SYNC + "
+                                "MEMBAR.CTA (+ NOP padding)")
+
+
+def bar_probe(arch: str, threads: int) -> TPProbe:
+    """bar.sync loop for blocks of `threads` threads, one block per SM."""
+    text, frame, slots = throughput.kernel(BAR_ROW, arch, unroll=BAR_UNROLL, chains=1,
+                                           block=threads, blocks_per_sm=1)
+    entry = throughput._kernel_name(BAR_ROW)
+    text = text.replace(f".entry {entry}(", f".entry {entry}_nt{threads}(")
+    return TPProbe(BAR_ROW, arch, text, f"{entry}_nt{threads}", frame, slots, BAR_UNROLL,
+                   unroll=BAR_UNROLL, chains=1)
+
+
+def entry_kernel(name: str, *, exit_stamp: bool) -> str:
+    """Each warp's lane 0 stores %clock64 at entry (and at exit), %smid and %ctaid.x.
+    rec layout per warp: start, end, smid, ctaid (u64)."""
+    end = ["mov.u64 %t1, %clock64;"] if exit_stamp else ["mov.u64 %t1, %t0;"]
+    return "\n".join([
+        f".visible .entry {name}(.param .u64 rec_param)",
+        "{",
+        ".reg .b64 %rec, %t0, %t1, %off, %w64;",
+        ".reg .b32 %tx, %cta, %nt, %smx, %warp, %lane, %wpb;",
+        ".reg .pred %lead;",
+        "mov.u64 %t0, %clock64;",
+        "ld.param.u64 %rec, [rec_param];",
+        "mov.u32 %tx, %tid.x;",
+        "mov.u32 %cta, %ctaid.x;",
+        "mov.u32 %nt, %ntid.x;",
+        "mov.u32 %smx, %smid;",
+        "and.b32 %lane, %tx, 31;",
+        "shr.u32 %warp, %tx, 5;",
+        "shr.u32 %wpb, %nt, 5;",
+        "mad.lo.u32 %warp, %cta, %wpb, %warp;",
+        "setp.eq.u32 %lead, %lane, 0;",
+        *end,
+        "mul.wide.u32 %off, %warp, 32;",
+        "add.u64 %rec, %rec, %off;",
+        "@%lead st.global.u64 [%rec], %t0;",
+        "@%lead st.global.u64 [%rec+8], %t1;",
+        "cvt.u64.u32 %w64, %smx;",
+        "@%lead st.global.u64 [%rec+16], %w64;",
+        "cvt.u64.u32 %w64, %cta;",
+        "@%lead st.global.u64 [%rec+24], %w64;",
+        "ret;",
+        "}",
+    ]) + "\n"
+
+
+WARP_ENTRY = "gpuchar_warp_launch"
+BLOCK_ENTRY = "gpuchar_block_launch"
+
+
+def launch_module(arch: str) -> str:
+    return ptx.header(arch) + entry_kernel(WARP_ENTRY, exit_stamp=False) + \
+        entry_kernel(BLOCK_ENTRY, exit_stamp=True)
+
+
+def verify_entry_stamp(func: sass.Function, name: str) -> list[str]:
+    """The first clock read comes before any memory access or computation: only setup
+    (constants, special registers, moves) precedes it. Returns the opcodes before it."""
+    groups = sass.clock_groups(func)
+    if not groups:
+        raise ProbeInvalid(f"probe invalid: {name}: no %clock64 read in the SASS\n"
+                           f"{sass.format_listing(func.instrs[:20])}")
+    before = func.instrs[:groups[0][0]]
+    bad = [i.opcode for i in before if i.pred != "@!PT"
+           and not any(matches(i.opcode, c) for c in throughput.SETUP)]
+    if bad:
+        raise ProbeInvalid(f"probe invalid: {name}: instructions before the entry clock read "
+                           f"that are not setup: {bad}\n{sass.format_listing(func.instrs[:20])}")
+    return [i.opcode for i in before]
+
+
+def verify_bar(p: TPProbe, func: sass.Function) -> dict:
+    return throughput.verify_loop(p, func)
+
+
+# --- analysis of the records (pure numpy: unit-tested on CPU) ----------------------------
+
+def block_spans(rec: np.ndarray, warps_per_block: int) -> list[int]:
+    """rec (warps, 3+) [start, end, ...] -> busy cycles of each block (max end - min start)."""
+    n = rec.shape[0] // warps_per_block
+    r = rec[: n * warps_per_block].reshape(n, warps_per_block, rec.shape[1]).astype(np.int64)
+    return [int(x) for x in (r[:, :, 1].max(axis=1) - r[:, :, 0].min(axis=1))]
+
+
+def warp_start_skew(rec: np.ndarray, warps_per_block: int) -> list[int]:
+    """Per block: last warp's entry clock minus the first warp's."""
+    n = rec.shape[0] // warps_per_block
+    r = rec[: n * warps_per_block].reshape(n, warps_per_block, rec.shape[1]).astype(np.int64)
+    return [int(x) for x in (r[:, :, 0].max(axis=1) - r[:, :, 0].min(axis=1))]
+
+
+def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list[int], bool]:
+    """One-warp blocks: per SM busy span and block count, every block's body (end - start),
+    and whether blocks of one SM overlapped in time (then they were not serialised)."""
+    by_sm: dict[int, list[tuple[int, int]]] = {}
+    for start, end, smid, _ in rec.astype(np.int64).tolist():
+        by_sm.setdefault(int(smid), []).append((start, end))
+    span, count, bodies, overlap = {}, {}, [], False
+    for sm, blocks in by_sm.items():
+        blocks.sort()
+        span[sm] = blocks[-1][1] - blocks[0][0]
+        count[sm] = len(blocks)
+        bodies += [e - s for s, e in blocks]
+        overlap |= any(b[0] < a[1] for a, b in zip(blocks, blocks[1:]))
+    return span, count, bodies, overlap
+
+
+def slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    from .measure import least_squares
+    return least_squares(xs, ys)
+
+
+def issue_cycle(rates: dict[str, float], schedulers: int = throughput.SCHEDULERS_PER_SM) -> float:
+    """Cycles between two warp instructions of one scheduler at the fastest measured rate
+    (results/clk/SM of single-result rows)."""
+    best = max(rates.values())
+    return schedulers * 32 / best
+
+
+# --- GPU runs -----------------------------------------------------------------------------
+
+@dataclass
+class Launched:
+    value: float
+    spread: float
+    unstable: bool
+    why: str
+    data: dict
+
+
+def _compile(dev):
+    return throughput.jit_sass(dev)
+
+
+def run_bar(arch: str, threads: int, dev, *, repeats: int = 5, watchdog_s: float = 20.0):
+    """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
+    import cupy as cp
+    from . import measure, values
+    p = bar_probe(arch, threads)
+    compiled, funcs = _compile(dev)
+    verdict = verify_bar(p, funcs[p.entry])
+    fn = compiled.function(p.entry)
+    blocks = dev.sm_count
+    wpb = threads // 32
+    d_in = cp.asarray(np.tile(np.frombuffer(values.input_buffer(p.frame.inputs), np.uint8), 32))
+    d_res = cp.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
+    recs = {t: cp.zeros((repeats + 1, blocks * wpb, throughput.REC_WORDS), np.uint64)
+            for t in BAR_TRIPS}
+    for r in range(repeats + 1):
+        for t in BAR_TRIPS:
+            fn((blocks,), (threads,), (recs[t][r], d_res, d_in, np.uint32(t)))
+    measure._wait(p.name, watchdog_s)
+    cycles = {t: [float(statistics.median(block_spans(recs[t][r].get(), wpb)))
+                  for r in range(1, repeats + 1)] for t in BAR_TRIPS}
+    ops = {t: t * BAR_UNROLL for t in BAR_TRIPS}
+    f = measure.fit(cycles, ops, spread_abs=1.0, spread_rel=0.05)
+    return f, verdict, cycles
+
+
+def run_warp_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Launched:
+    import cupy as cp
+    from . import measure
+    compiled, funcs = _compile(dev)
+    before = verify_entry_stamp(funcs[WARP_ENTRY], "launch/warp")
+    fn = compiled.function(WARP_ENTRY)
+    blocks = dev.sm_count
+    recs = {w: cp.zeros((repeats + 1, blocks * w, 4), np.uint64) for w in WARPS}
+    for r in range(repeats + 1):
+        for w in WARPS:
+            fn((blocks,), (w * 32,), (recs[w][r],))
+    measure._wait("launch/warp", watchdog_s)
+    skew = {w: [float(statistics.median(warp_start_skew(recs[w][r].get(), w)))
+                for r in range(1, repeats + 1)] for w in WARPS}
+    # differential: slope of the first-to-last warp skew against the warps launched
+    f = measure.fit(skew, {w: w - 1 for w in WARPS}, spread_abs=1.0, spread_rel=0.1)
+    return Launched(f.value, f.spread, f.unstable, f.why_unstable,
+                    {"skew_cycles": {w: f.medians[w] for w in WARPS}, "setup": before,
+                     "intercept": round(f.intercept, 2)})
+
+
+def run_block_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Launched:
+    import cupy as cp
+    from cupy.cuda import driver
+    from . import measure
+    compiled, funcs = _compile(dev)
+    before = verify_entry_stamp(funcs[BLOCK_ENTRY], "launch/block")
+    fn = compiled.function(BLOCK_ENTRY)
+    smem = dev.shared_per_sm // 2 + 1024      # two blocks can never share an SM
+    attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+    driver.funcSetAttribute(fn.ptr, attr, smem)
+    recs = {b: cp.zeros((repeats + 1, dev.sm_count * b, 4), np.uint64) for b in BLOCKS_PER_SM}
+    for r in range(repeats + 1):
+        for b in BLOCKS_PER_SM:
+            fn((dev.sm_count * b,), (32,), (recs[b][r],), shared_mem=smem)
+    measure._wait("launch/block", watchdog_s)
+    spans: dict[int, list[float]] = {}
+    bodies: list[int] = []
+    overlapped = False
+    per_sm_counts: set[int] = set()
+    for b in BLOCKS_PER_SM:
+        spans[b] = []
+        for r in range(1, repeats + 1):
+            span, count, body, ov = serial_blocks(recs[b][r].get())
+            overlapped |= ov
+            bodies += body
+            per_sm_counts |= set(count.values())
+            # per SM: busy span over the blocks it ran; median over SMs of span per block count
+            spans[b].append(float(statistics.median(span[s] / count[s] * b for s in span)))
+    f = measure.fit(spans, {b: b for b in BLOCKS_PER_SM}, spread_abs=2.0, spread_rel=0.05)
+    body = float(statistics.median(bodies))
+    data = {"span_cycles": {b: f.medians[b] for b in BLOCKS_PER_SM}, "block_body_cycles": body,
+            "cycles_per_block": round(f.value, 2), "dynamic_shared_bytes": smem,
+            "blocks_per_sm_seen": sorted(per_sm_counts), "setup": before}
+    if overlapped:
+        return Launched(float("nan"), 0.0, True,
+                        "blocks of one SM overlapped in time: not serialised, no figure", data)
+    return Launched(f.value - body, f.spread, f.unstable, f.why_unstable, data)
+
+
+# --- export of the model parameters ----------------------------------------------------
+
+# Many-BSP Table 1-8 names -> characteristic keys of a gpuchar run (first found wins)
+MODEL_KEYS = {
+    "warp_lnch_ovh": ["throughput.launch.warp"],
+    "block_lnch_ovh": ["throughput.launch.block"],
+    "issue_cycle": ["throughput.launch.issue_cycle"],
+    "bar_sync_ovh_256": ["throughput.bar_sync.nt256"],
+    "bar_sync_ovh_1024": ["throughput.bar_sync.nt1024"],
+    "mem_lat": ["memory.latency.dram", "memory.latency.global"],
+    "l2_lat": ["memory.latency.l2"],
+    "l1_lat": ["memory.latency.l1", "memory.latency.l1_hit"],
+}
+FU_PREFIX = "throughput.unit."
+
+
+def model_parameters(report: dict, arch: str) -> dict:
+    """The Many-BSP model's inputs (Table 1-8 names) from a gpuchar JSON report: each with the
+    measured value, its unit and the characteristic it came from (null with the reason when
+    the run did not measure it), plus n_fu^i: results per clock per SM of each functional-unit
+    row. Only results that passed or were measured (not unstable, invalid or failed) count."""
+    ok = {r["key"]: r for r in report.get("results", [])
+          if r.get("arch") == arch and r.get("value") is not None
+          and r.get("status") in ("pass", "measured")}
+    meta = report.get("meta", {})
+    params: dict = {}
+    for name, keys in MODEL_KEYS.items():
+        hit = next((k for k in keys if k in ok), None)
+        if hit:
+            r = ok[hit]
+            params[name] = {"value": round(float(r["value"]), 3), "unit": r.get("unit", ""),
+                            "from": hit}
+        else:
+            params[name] = {"value": None, "reason": f"not measured in this run (looked for "
+                                                     f"{', '.join(keys)})"}
+    fu = {k[len(FU_PREFIX):]: round(float(r["value"]), 2) for k, r in sorted(ok.items())
+          if k.startswith(FU_PREFIX)}
+    prov = next((r.get("provenance") for r in ok.values() if r.get("provenance")), {}) or {}
+    return {
+        "schema": 1,
+        "model": "Many-BSP (Riahi et al.), Table 1-8 parameters",
+        "arch": arch,
+        "device": prov.get("device") or meta.get("device"),
+        "provenance": {k: prov.get(k, meta.get(k)) for k in
+                       ("device", "driver", "cuda_driver_api", "ptxas", "sm_count",
+                        "sm_clock_max_mhz", "sm_clock_measured_mhz", "date")},
+        "warp_size": 32,
+        "n_ws": throughput.SCHEDULERS_PER_SM,
+        "n_SM": prov.get("sm_count"),
+        "parameters": params,
+        "n_fu_results_per_clk_per_sm": fu,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="gpuchar-model-params",
+        description="Export the measured performance-model parameters (Many-BSP Table 1-8: "
+                    "launch overheads, bar.sync, issue cycle, memory latency, per-unit "
+                    "throughput) of one arch from a gpuchar JSON report as YAML.")
+    ap.add_argument("--results", required=True, type=Path, help="gpuchar-results.json")
+    ap.add_argument("--arch", required=True)
+    ap.add_argument("-o", "--output", type=Path, help="YAML file (default: stdout)")
+    args = ap.parse_args(argv)
+    import yaml
+    from . import archs
+    from .expectations import atomic_write
+    try:
+        arch = archs.validate(args.arch)
+    except archs.UnknownArch as e:
+        print(f"--arch: {e}", file=sys.stderr)
+        return 2
+    try:
+        report = json.loads(args.results.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"{args.results}: cannot read the report: {e}", file=sys.stderr)
+        return 2
+    text = yaml.safe_dump(model_parameters(report, arch), sort_keys=False, width=100)
+    if args.output:
+        atomic_write(args.output, text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
