@@ -36,6 +36,12 @@ class DeviceInfo:
     cuda_driver_api: str   # "13.0"
     cuda_runtime: str
     extra: dict = field(default_factory=dict)
+    # memory suite (issue 3): unified L1/shared bytes per SM (L1_SHARED_BYTES, by arch; 0 when
+    # unknown), the largest shared memory one block may opt in to, free device memory when
+    # detected (cudaMemGetInfo); all optional, the memory suite falls back when they are 0/None
+    l1_shared_bytes: int = 0
+    max_shared_per_block_optin: int = 0
+    free_memory_bytes: int | None = None
 
     def __bool__(self) -> bool:
         return True
@@ -61,6 +67,26 @@ class DeviceInfo:
              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
         p.update(extra)
         return p
+
+
+# Unified L1 data cache + shared memory per SM, by compute capability (CUDA C++ Programming
+# Guide, "Compute Capabilities" tables and the per-architecture tuning guides). No device
+# attribute reports it; cudaDevAttrMaxSharedMemoryPerMultiprocessor is only the shared part.
+L1_SHARED_BYTES = {"sm_50": 24 * 1024, "sm_52": 48 * 1024, "sm_61": 48 * 1024,
+                   "sm_70": 128 * 1024, "sm_75": 96 * 1024, "sm_80": 192 * 1024,
+                   "sm_86": 128 * 1024, "sm_87": 192 * 1024, "sm_89": 128 * 1024,
+                   "sm_90": 256 * 1024}
+
+
+def free_memory(index: int | None = None) -> int | None:
+    """Free device memory now (bytes), or None if it cannot be read."""
+    try:
+        from cupy.cuda import runtime
+        if index is not None:
+            runtime.setDevice(index)
+        return int(runtime.memGetInfo()[0])
+    except Exception:  # noqa: BLE001 - optional
+        return None
 
 
 def _version(v: int) -> str:
@@ -122,6 +148,9 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
         driver=smi.get("driver") or _version(runtime.driverGetVersion()),
         cuda_driver_api=_version(runtime.driverGetVersion()),
         cuda_runtime=_version(runtime.runtimeGetVersion()),
+        l1_shared_bytes=L1_SHARED_BYTES.get(arch, 0),
+        max_shared_per_block_optin=int(attr("cudaDevAttrMaxSharedMemoryPerBlockOptin", 0) or 0),
+        free_memory_bytes=free_memory(index),
     )
 
 
