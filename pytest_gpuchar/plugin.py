@@ -129,6 +129,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("gpuchar_report", "default for --gpuchar-report", default="")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
@@ -137,6 +138,53 @@ def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("GPUCHAR_EXPECTATIONS") and (config.rootpath / "expectations").is_dir():
         expectations.ROOT = config.rootpath / "expectations"
     config.stash[STATE] = GpuChar(config)
+    _configure_benchmark(config)
+
+
+# --- pytest-benchmark integration -----------------------------------------------------------
+BENCHMARK_DEFAULT_STORAGE = "file://./.benchmarks"
+
+
+def _configure_benchmark(config: pytest.Config) -> None:
+    """Before pytest-benchmark reads its options (this hook runs first): benchmarks off under
+    pytest-xdist (one process per GPU measures; run benchmarks with -p no:xdist or -n 0), and
+    the history stored per arch (.benchmarks/<arch>/...) so --benchmark-compare never compares
+    two GPUs of different archs. The arch is --gpu-arch, else the GPU's (detected only when a
+    benchmark history is saved or compared)."""
+    opt = config.option
+    if not hasattr(opt, "benchmark_storage"):
+        return   # pytest-benchmark not installed or disabled
+    if getattr(opt, "numprocesses", None) or hasattr(config, "workerinput"):
+        opt.benchmark_disable = True
+    if opt.benchmark_storage != BENCHMARK_DEFAULT_STORAGE:
+        return   # the user chose a storage: keep it
+    st = state(config)
+    arch = st.requested
+    uses_history = (getattr(opt, "benchmark_autosave", False) or getattr(opt, "benchmark_save", None)
+                    or getattr(opt, "benchmark_compare", None))
+    if arch is None and uses_history:
+        dev = st.device
+        arch = dev.arch if dev else "no-gpu"
+    if arch:
+        opt.benchmark_storage = f"{BENCHMARK_DEFAULT_STORAGE}/{arch}"
+
+
+def benchmark_machine_info(st: "GpuChar") -> dict:
+    """The GPU part of pytest-benchmark's machine_info."""
+    dev = st.device
+    if not dev:
+        return {"gpu": None, "gpu_reason": dev.reason}
+    info = {"name": dev.name, "arch": dev.arch, "sm_count": dev.sm_count,
+            "driver": dev.driver, "cuda_driver_api": dev.cuda_driver_api,
+            "cuda_runtime": dev.cuda_runtime, "sm_clock_max_mhz": dev.sm_clock_max_mhz,
+            "sm_clock_at_start_mhz": dev.sm_clock_now_mhz, "mem_clock_mhz": dev.mem_clock_mhz,
+            "sm_clock_measured_mhz": st.provenance().get("sm_clock_measured_mhz")}
+    return {"gpu": info}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config, machine_info) -> None:
+    machine_info.update(benchmark_machine_info(state(config)))
 
 
 def state(config: pytest.Config) -> GpuChar:
@@ -313,12 +361,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     if counts:
         tr.write_line("results: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     bad = [r for r in rec.results if r.status in ("fail", "unstable", "error")]
-    shown = bad if len(measured) > 40 else measured + [r for r in bad if r.value is None]
+    moved = [r for r in rec.results if r.moved]
+    shown = bad + moved if len(measured) > 40 else measured + [r for r in bad if r.value is None]
     if shown:
+        if len(measured) > 40:
+            tr.write_line(f"failed, unstable or moved (passed using more than half of the "
+                          f"tolerance): {len(bad)} + {len(moved)} of {len(measured)} measured")
         tr.write_line(f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
                       f"{'expected':30s} {'dev':>7s} status")
-        for r in shown:
-            tr.write_line(r.line())
+        for r in shown[:MAX_LISTED * 2]:
+            tr.write_line(r.line() + (" (moved)" if r.moved else ""))
+        if len(shown) > MAX_LISTED * 2:
+            tr.write_line(f"  ... {len(shown) - MAX_LISTED * 2} more in the report "
+                          f"(--gpuchar-report DIR)")
     invalid = [r for r in rec.results if r.status == "invalid"]
     if invalid:
         per_arch: dict[str, int] = {}

@@ -29,6 +29,13 @@ class Result:
     detail: str = ""
     data: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
+    allowance: float | None = None   # the expectation's tolerance at this value (abs units)
+
+    @property
+    def moved(self) -> bool:
+        """Passed, but used more than half of its tolerance: drifting towards the edge."""
+        return (self.status == "pass" and self.deviation is not None and
+                bool(self.allowance) and abs(self.deviation) > 0.5 * self.allowance)
 
     def line(self) -> str:
         val = "-" if self.value is None else f"{self.value:.2f}"
@@ -50,6 +57,8 @@ def judge(key: str, arch: str, value: float, unit: str, spread: float, unstable:
         r.source = exp.source
         if exp.numeric and value is not None and math.isfinite(value):
             r.deviation = exp.deviation(value)
+            if r.deviation is not None:
+                r.allowance = exp.allowance(value - r.deviation)
             if r.status == "measured":
                 r.status = "pass" if exp.check(value) else "fail"
     return r

@@ -219,3 +219,39 @@ def test_artifacts_without_a_report_directory(pytester, no_gpu):
     result = pytester.runpytest()
     assert result.ret == 0
     assert not list(pytester.path.rglob("*.png"))
+
+
+def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no_gpu):
+    pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "--benchmark-autosave",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == 0
+    saved = list((pytester.path / ".benchmarks" / "sm_80").rglob("*.json"))
+    assert len(saved) == 1, list(pytester.path.rglob("*.json"))
+    info = json.loads(saved[0].read_text())["machine_info"]
+    assert info["gpu"] is None and "GPUCHAR_NO_GPU" in info["gpu_reason"]
+
+
+def test_benchmarks_are_disabled_under_xdist(pytester, no_gpu):
+    pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
+    result = pytester.runpytest_subprocess("-n", "1", "--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    assert "PytestBenchmarkWarning" not in result.stdout.str()
+
+
+def test_terminal_summary_shows_moved_results(pytester, no_gpu):
+    pytester.makepyfile(textwrap.dedent("""
+        from pytest_gpuchar.expectations import Expected
+        from pytest_gpuchar.report import judge
+        from pytest_gpuchar.plugin import state
+
+        def test_x(request):
+            st = state(request.config)
+            exp = Expected("latency.k", "cycles", value=10.0, abs_tol=2.0, source="paper")
+            for v in [10.0] * 45 + [11.8]:
+                st.recorder.add(judge("latency.k", "sm_80", v, "cycles", 0.0, False, "", exp))
+    """))
+    result = pytester.runpytest("--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*failed, unstable or moved*0 + 1 of 46 measured*",
+                                 "*latency.k*11.80*+1.80*pass (moved)*"])
