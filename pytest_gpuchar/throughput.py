@@ -592,7 +592,8 @@ def rate_from_spans(spans: dict[int, dict[int, float]], results_per_sm: dict[int
     return rate, spread, f.unstable, why, f.intercept, rates
 
 
-METHOD = ("whole GPU: {blocks} blocks x {block} threads ({bps} per SM, all resident), {chains} "
+METHOD = ("whole GPU: {blocks} blocks x {block} threads ({bps} per SM, all resident, held to "
+          "{bps} per SM by {smem} B dynamic shared memory), {chains} "
           "independent chains x {unroll} ops per loop iteration per thread; %clock64 per warp, "
           "per-SM busy span (min start .. max end), slope over trip counts {trips} "
           "(median of {reps} launches after a warm-up, median over SMs)")
@@ -616,11 +617,12 @@ def run(p: TPProbe, dev, *, repeats: int = 5, watchdog_s: float = 20.0,
     d_res = cp.zeros(threads * p.result_slots, dtype=np.uint64)
     recs = {t: cp.zeros((repeats + 1, warps, REC_WORDS), dtype=np.uint64) for t in trips}
     wall: dict[int, list[float]] = {t: [] for t in trips}
+    smem = dynamic_smem(dev.shared_per_sm)
     for r in range(repeats + 1):
         for t in trips:
             a, b = cp.cuda.Event(), cp.cuda.Event()
             a.record()
-            fn((blocks,), (BLOCK,), (recs[t][r], d_res, d_in, np.uint32(t)))
+            fn((blocks,), (BLOCK,), (recs[t][r], d_res, d_in, np.uint32(t)), shared_mem=smem)
             b.record()
             measure._poll(b, p.name, watchdog_s)
             if r:
@@ -643,11 +645,24 @@ def run(p: TPProbe, dev, *, repeats: int = 5, watchdog_s: float = 20.0,
     if len(warps_per_sm) != 1:
         unstable, why = True, (f"warps per SM differ between SMs ({warps_per_sm}): blocks were "
                                f"not spread evenly; per-SM op counts are not known")
-    method = METHOD.format(blocks=blocks, block=BLOCK, bps=BLOCKS_PER_SM, chains=p.chains,
+    method = METHOD.format(blocks=blocks, block=BLOCK, bps=BLOCKS_PER_SM, smem=smem, chains=p.chains,
                            unroll=p.unroll, trips=list(trips), reps=repeats)
     return Measured(p, rate, spread, unstable, why, spans, results_per_sm, sms, warps_per_sm,
                     verdict, {t: float(statistics.median(v)) for t, v in wall.items()}, icpt,
                     method, rates)
+
+
+def dynamic_smem(shared_per_sm: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
+    """Dynamic shared memory per block that lets `blocks_per_sm` blocks share an SM but not
+    one more (1 KiB reserved per block): with grid = SMs x blocks_per_sm every SM then runs
+    exactly blocks_per_sm blocks, whatever the registers would allow. 0 when no size under
+    the 48 KiB default limit does that (the per-SM warp counts are then checked)."""
+    if not shared_per_sm:
+        return 0
+    x = shared_per_sm // (blocks_per_sm + 1) + 1024
+    if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm:
+        return 0
+    return x
 
 
 def launcher(p: TPProbe, dev, trips: int = TRIPS[-1]):
@@ -662,7 +677,9 @@ def launcher(p: TPProbe, dev, trips: int = TRIPS[-1]):
     d_res = cp.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
     rec = cp.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
 
+    smem = dynamic_smem(dev.shared_per_sm)
+
     def once():
-        fn((blocks,), (BLOCK,), (rec, d_res, d_in, np.uint32(trips)))
+        fn((blocks,), (BLOCK,), (rec, d_res, d_in, np.uint32(trips)), shared_mem=smem)
         cp.cuda.get_current_stream().synchronize()
     return once

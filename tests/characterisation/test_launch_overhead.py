@@ -63,6 +63,12 @@ def test_launch_overhead(arch, row, gpu, gpuchar, record, sass_snapshot):
     else:
         res = launch.run_block_launch(gpu, repeats=reps, watchdog_s=gpuchar.watchdog_s)
         method = METHOD[row].format(b=list(launch.BLOCKS_PER_SM), reps=reps)
+    import math
+    if not math.isfinite(res.value):
+        from pytest_gpuchar.report import Result
+        gpuchar.recorder.add(Result(f"throughput.launch.{row}", arch, "invalid", test=row,
+                                    detail=res.why, data={k: str(v) for k, v in res.data.items()}))
+        pytest.xfail(f"probe invalid: launch/{row}: {res.why}")
     from pytest_gpuchar.measure import Fit
     fit = Fit(res.value, res.spread, [], 0.0, 0.0, res.unstable, res.why, {})
     r = record(f"throughput.launch.{row}", arch, fit=fit, unit="cycles", method=method,

@@ -172,3 +172,12 @@ def test_model_params_cli(tmp_path, capsys):
     assert launch.main(["--results", str(tmp_path / "nope.json"), "--arch", "sm_90"]) == 2
     assert "cannot read" in capsys.readouterr().err
     assert launch.main(["--results", str(src), "--arch", "sm_99"]) == 2
+
+
+def test_dynamic_smem_holds_blocks_per_sm():
+    for per_sm in (233472, 167936, 102400, 65536):
+        x = tp.dynamic_smem(per_sm, 4)
+        if x:
+            assert 4 * (x + 1024) <= per_sm < 5 * (x + 1024)
+    assert tp.dynamic_smem(233472, 4) > 0
+    assert tp.dynamic_smem(0) == 0
