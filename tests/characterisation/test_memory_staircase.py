@@ -57,7 +57,7 @@ def test_cache_capacity(arch, row, gpu, gpuchar, record, gpuchar_artifact):
             # a knee is known to one sweep step (2^(1/3) = 26%)
             "tolerance": {"rel": 0.3} if row != "l2_near_far" else {"abs": 5, "rel": 0.1}}
     method = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
-              "footprint, 3 points per doubling, slope over 8/16/32 loads): the largest "
+              "footprint, 3 points per doubling, slope over 16/32/64 loads): the largest "
               "footprint still on the lower latency plateau")
     assert len(ps) >= 2, f"the staircase shows {len(ps)} latency plateau(s): {data}"
     if row == "l1":
@@ -87,10 +87,19 @@ def test_cache_capacity(arch, row, gpu, gpuchar, record, gpuchar_artifact):
                         f"({[round(p.latency) for p in ps]} cycles), no distinct far-L2 level; "
                         f"not reported rather than guessed")
         near, far = ps[1], ps[2]
-        r = record("memory.latency.l2_far", arch, far.latency, "cycles", method=method,
-                   detail=f"near L2 {near.latency:.0f} cycles up to "
-                          f"{memory.human_bytes(near.hi_bytes)}, far {far.latency:.0f} up to "
-                          f"{memory.human_bytes(far.hi_bytes)}", data=data)
+        detail = (f"near L2 {near.latency:.0f} cycles up to {memory.human_bytes(near.hi_bytes)}"
+                  f", far {far.latency:.0f} up to {memory.human_bytes(far.hi_bytes)} (SMs "
+                  f"{sw.smids}); the far plateau may mix far and near hits")
+        r = record("memory.latency.l2_far", arch, far.latency, "cycles",
+                   method="median latency of the staircase's second L2 plateau (between the "
+                          "near-L2 knee and the device-memory knee), 1 thread on one SM",
+                   detail=detail, data={**data, "tolerance": {"abs": 5, "rel": 0.1}})
+        rn = record("memory.capacity.l2_near", arch, near.hi_bytes, "bytes", method=method,
+                    detail=detail + f"; near capacity in [{memory.human_bytes(near.hi_bytes)}, "
+                                    f"{memory.human_bytes(sw.footprints[far.first])})",
+                    data=data)
+        assert near.hi_bytes <= g.l2_bytes // 2 * 1.3, (near.hi_bytes, g.l2_bytes)
+        assert_result(rn)
     assert_result(r)
 
 
@@ -108,7 +117,7 @@ def test_fill_granularity(arch, row, gpu, gpuchar, record):
     assert fill is not None, f"no misses seen in the stride sweep ({what}): {sw.as_data()}"
     r = record(f"memory.geometry.{row}_fill_bytes", arch, fill, "bytes",
                method=f"stride sweep {list(memory.STRIDES)} B, forward walk, slope over "
-                      f"8/16/32 dependent loads; {what}; smallest stride reaching 90% of "
+                      f"16/32/64 dependent loads; {what}; smallest stride reaching 90% of "
                       f"the all-miss latency",
                data={**sw.as_data(), "tolerance": {"abs": 0, "rel": 0}})
     assert_result(r)

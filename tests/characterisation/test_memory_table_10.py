@@ -2,7 +2,7 @@
 
 One warp; at every step thread t loads the word at m*B + t*4k bytes (k = the conflict degree;
 broadcast: all threads the same word), so every load is a k-way conflict; each thread chases
-its own 4-position cycle, and thread 0's slope over 8/16/32 dependent loads is the row's
+its own 4-position cycle, and thread 0's slope over 16/32/64 dependent loads is the row's
 figure. 64-bit rows use the same byte stride (u64 with k = 2 is the natural two-wavefront
 access: the paper's first u64 column). The paper's observation is asserted on every arch: about
 2 cycles per extra way, never cheaper with more ways.
@@ -28,7 +28,7 @@ def test_table_10_bank_conflicts(arch, row, gpu, gpuchar, record):
     r = record(row.key, arch, fit=fit, unit="cycles",
                method=f"one warp, thread t at byte m*B + t*{4 * row.ways} (k-way conflict by "
                       f"construction), 1 x ld.shared.u{row.width} per step chasing a 4-position "
-                      f"cycle; slope of thread 0's %clock64 cycles over 8/16/32 dependent loads, "
+                      f"cycle; slope of thread 0's %clock64 cycles over 16/32/64 dependent loads, "
                       f"median of {reps} launches",
                data={"cycles": run.cycles, "sass_unit": s.verified(run.probe)})
     assert_result(r)
