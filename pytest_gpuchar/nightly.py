@@ -32,6 +32,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -176,9 +177,13 @@ def junit_failures(path: Path) -> list[dict]:
     return out
 
 
+_SNAPSHOT_FAILURE = re.compile(r"\[- snapshot\]|[Ss]napshot .{0,200}does not exist")
+
+
 def is_snapshot_failure(f: dict) -> bool:
-    text = f"{f['message']}\n{f['text']}".lower()
-    return "snapshot" in text
+    """syrupy's own assertion (received != snapshot, or no snapshot yet), not any failure of
+    a test that happens to take a snapshot fixture."""
+    return bool(_SNAPSHOT_FAILURE.search(f"{f['message']}\n{f['text']}"))
 
 
 def sass_diff(f: dict, limit: int = 120) -> str:
