@@ -18,7 +18,9 @@ Exit status:
      mappings noted against the papers changed) but every expectation and snapshot holds
   2  regressions: a characteristic out of tolerance, a SASS snapshot differs (the driver's
      JIT now emits other code), a probe became invalid, a measured characteristic vanished,
-     or another test failed
+     or another test failed - each new since the previous run (a failure the previous run
+     reported the same way is listed as a known failure, a note; without a previous run
+     every failure is a regression)
   3  the run itself broke: pytest could not run the suite (usage error, internal error, no
      tests collected) or wrote no results
 
@@ -120,8 +122,14 @@ def compare(current: list[dict], previous: list[dict] | None, *,
                     status_new=st, old=p.get("value") if p else None,
                     status_old=p.get("status", "") if p else "")
         if st in ("fail", "error"):
-            changes.append(Change("expectation", "regression",
-                                  detail=(r.get("detail") or "")[:300], **base))
+            if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
+                # failed last night too, with the same value: known, not a change
+                changes.append(Change("expectation", "note", detail=(
+                    "still out of tolerance, as in the previous run: "
+                    + (r.get("detail") or ""))[:300], **base))
+            else:
+                changes.append(Change("expectation", "regression",
+                                      detail=(r.get("detail") or "")[:300], **base))
             continue
         if st == "invalid":
             if p is not None and p.get("status") != "invalid":
@@ -196,17 +204,26 @@ def sass_diff(f: dict, limit: int = 120) -> str:
                                        if len(lines) > limit else "")
 
 
-def failure_changes(failures: list[dict], results: list[dict]) -> list[Change]:
-    """Snapshot failures (the SASS changed) and failed tests that recorded no failing result."""
+def failure_changes(failures: list[dict], results: list[dict],
+                    previous_changes: list[dict] | None = None) -> list[Change]:
+    """Snapshot failures (the SASS changed) and failed tests that recorded no failing result.
+    One that the previous run reported identically (same test, same diff or message) is a
+    known failure: a note, not a regression."""
     failing_tests = {r.get("test") for r in results if r.get("status") in ("fail", "error")}
+    known = {(c.get("kind"), c.get("key"), c.get("detail")) for c in previous_changes or []}
     out = []
     for f in failures:
         if is_snapshot_failure(f):
-            out.append(Change("sass", "regression", key=f["test"], detail=sass_diff(f)))
+            c = Change("sass", "regression", key=f["test"], detail=sass_diff(f))
         elif not any(t and (f["test"].endswith(t.split("::")[-1]) or t == f["test"])
                      for t in failing_tests):
-            out.append(Change("test", "regression", key=f["test"],
-                              detail=(f["message"] or f["text"])[:400]))
+            c = Change("test", "regression", key=f["test"],
+                       detail=(f["message"] or f["text"])[:400])
+        else:
+            continue
+        if (c.kind, c.key, c.detail) in known:
+            c.severity = "note"
+        out.append(c)
     return out
 
 
@@ -407,12 +424,14 @@ def run(args) -> int:
     prev_path = Path(args.previous) if args.previous else (
         Path(args.history) / "latest.json" if args.history else None)
     previous = None
+    previous_changes: list[dict] = []
     if prev_path is not None and prev_path.exists():
         prev_doc = json.loads(prev_path.read_text())
         # a nightly.json carries the run's results; a plain gpuchar-results.json too
         previous = prev_doc.get("results") if "results" in prev_doc else None
+        previous_changes = prev_doc.get("changes", [])
     changes = compare(results, previous, noise_rel=args.noise_rel)
-    changes += failure_changes(junit_failures(out / "junit.xml"), results)
+    changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes)
     code = verdict(changes, proc.returncode, bool(current))
     counts: dict[str, int] = {}
     for r in results:

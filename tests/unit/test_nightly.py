@@ -176,3 +176,20 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == n.EXIT_BROKEN
     out = capsys.readouterr()
     assert "regressions" in out.out and "no such file" in out.err
+
+
+def test_known_failures_are_notes_not_regressions():
+    prev = [R("latency.add", 6.0, status="fail")]
+    same = n.compare([R("latency.add", 6.1, status="fail")], prev)
+    assert [c.severity for c in same] == ["note"] and "previous run" in same[0].detail
+    worse = n.compare([R("latency.add", 9.0, status="fail")], prev)
+    assert [c.severity for c in worse] == ["regression"]
+    assert n.verdict(same, 1, True) == n.EXIT_NO_CHANGE
+
+
+def test_known_snapshot_failure_is_a_note(tmp_path):
+    p = tmp_path / "junit.xml"
+    p.write_text(JUNIT)
+    first = n.failure_changes(n.junit_failures(p), [])
+    again = n.failure_changes(n.junit_failures(p), [], [c.__dict__ for c in first])
+    assert {c.severity for c in again} == {"note"}
