@@ -104,9 +104,13 @@ def run_sweep(dev, *, repeats: int, watchdog_s: float) -> Sweep:
     for p, t, comp in jobs:
         by_module.setdefault(id(comp), [comp, []])[1].append((p, t))
     for comp, js in by_module.values():
+        launch_skipped: dict = {}
         raw.update(tensor.launch_all(js, dev, repeats=repeats, watchdog_s=watchdog_s,
-                                     compiled=comp))
+                                     compiled=comp, skipped=launch_skipped))
+        out.skipped.update({(n, t // 32): why for (n, t), why in launch_skipped.items()})
     for p, t, _ in jobs:
+        if (p.name, t) not in raw:
+            continue
         warp = 32
         pt = tensor.fit_point(p, t, raw[(p.name, t)], warp_size=warp)
         if getattr(p, "wgmma", None) is not None:

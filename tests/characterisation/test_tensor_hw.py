@@ -1,0 +1,239 @@
+"""Tensor cores on the GPU: latency and throughput of wmma (003 Table III), mma.sync (004
+Tables 3-5, Figs 6-7), mma.sp (Tables 6-7), ldmatrix (Table 9) and Hopper wgmma, swept over
+ILP x warps per SM. The whole sweep is JIT-compiled in one driver link (plus one for sm_90a
+wgmma), SASS-verified kernel by kernel, launched in one batch and measured once per session
+(tensor_run.sweep); each test reads its row and judges it against the arch's expectations.
+
+Per row: completion latency (1 warp, ILP 1), and the two convergence points of 004's tables
+(best throughput with 4 warps and with 8 warps: the smallest ILP reaching 95% of the best at
+that warp count, with its latency)."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuchar import archs, measure, tensor, tensor_run
+from pytest_gpuchar.plugin import assert_result
+
+LAT_TOL = {"abs": 1.0, "rel": 0.05}
+THR_TOL = {"abs": 1.0, "rel": 0.03}
+CONV_LAT_TOL = {"abs": 2.0, "rel": 0.15}   # the convergence ILP may move by one step
+
+
+def _fit(value, spread, unstable, why) -> measure.Fit:
+    return measure.Fit(value, spread, [], 0.0, 0.0, unstable, why)
+
+
+def _sweep_or_skip(gpuchar, arch):
+    s = tensor_run.sweep(gpuchar, arch)
+    return s
+
+
+def _row_points(s, kind, r):
+    name = f"{kind}/{r.name}/ilp1"
+    if name in s.invalid:
+        pytest.fail(s.invalid[name])
+    pts = s.points.get((kind, r.name))
+    if not pts:
+        bad = [v for k, v in s.invalid.items() if k.startswith(f"{kind}/{r.name}/")]
+        pytest.fail(bad[0] if bad else f"{kind} {r.name}: no measurement")
+    return pts
+
+
+def _judge_all(results):
+    """Assert every result; unstable ones xfail after the failures are reported."""
+    fails = [r for r in results if r.status == "fail"]
+    if fails:
+        assert_result(fails[0])
+    for r in results:
+        assert_result(r)
+
+
+def _plot(gpuchar_artifact, pts, kind, r, arch, unit):
+    path = gpuchar_artifact(f"tensor-{kind.replace('.', '_')}-{r.name}-{arch}.png",
+                            f"{kind} {r.name} on {arch}: throughput and latency over warps x ILP")
+    if path is not None:
+        from pytest_gpuchar import plots
+        plots.save(tensor.heatmap(pts, f"{kind} {r.name} ({arch})", unit), path)
+
+
+def _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, kind, r, prefix, unit,
+               what):
+    s = _sweep_or_skip(gpuchar, arch)
+    pts = _row_points(s, kind, r)
+    glob, per = r.sass_for(arch)
+    method = tensor_run.METHOD.format(warps="W", what=what, lengths=list(tensor.LENGTHS),
+                                      reps=gpuchar.repeats, sass=f"{per} x {glob}")
+    out = []
+    first = pts[(1, 1)]
+    out.append(record(f"{prefix}.completion_latency", arch, unit="cycles",
+                      fit=_fit(first.latency, first.lat_spread, first.unstable, first.why),
+                      method=method.replace("W warp(s)", "1 warp") + "; ILP 1",
+                      data={"tolerance": LAT_TOL, "cycles": first.cycles}))
+    for w in (4, 8):
+        c = tensor.convergence(pts, w)
+        if c is None:
+            continue
+        best = max(p.throughput for (ww, _), p in pts.items() if ww == w)
+        out.append(record(f"{prefix}.throughput_w{w}", arch, unit=unit,
+                          fit=_fit(c.throughput, c.thr_spread, c.unstable, c.why),
+                          method=method.replace("W warp(s)", f"{w} warps")
+                          + f"; convergence point ILP {c.ilp} (smallest ILP within 5% of the "
+                          f"best, {best:.1f})",
+                          data={"tolerance": THR_TOL, "ilp": c.ilp, "best": best}))
+        out.append(record(f"{prefix}.latency_w{w}", arch, unit="cycles",
+                          fit=_fit(c.latency, c.lat_spread, c.unstable, c.why),
+                          method=f"latency per chain step at the convergence point ({w} warps, "
+                          f"ILP {c.ilp}); " + method,
+                          data={"tolerance": CONV_LAT_TOL, "ilp": c.ilp}))
+    peak = max(p.throughput for p in pts.values())
+    out.append(record(f"{prefix}.throughput_peak", arch, unit=unit,
+                      fit=_fit(peak, 0.0, False, ""),
+                      method="best throughput over the whole warps x ILP sweep; " + method,
+                      data={"tolerance": THR_TOL,
+                            "sweep": {f"w{w}_ilp{i}": round(p.throughput, 2)
+                                      for (w, i), p in sorted(pts.items())},
+                            "latency": {f"w{w}_ilp{i}": round(p.latency, 2)
+                                        for (w, i), p in sorted(pts.items())}}))
+    _plot(gpuchar_artifact, pts, kind, r, arch, unit)
+    assert s.sass[(kind, r.name)] == sass_snapshot(f"jit-driver-{gpuchar.device.driver}")
+    _judge_all(out)
+
+
+def _supported_or_skip(r, arch):
+    why = r.supported(arch)
+    if why:
+        pytest.skip(f"hardware: {why}")
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in tensor.MMA])
+def test_table_3_mma(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_artifact):
+    """004 Tables 3-5 / Figs 6-7: mma.sync completion latency and the 4- and 8-warp
+    convergence points (FMA/clk/SM)."""
+    _supported_or_skip(row, arch)
+    _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, "mma", row,
+               f"tensor.mma.{row.name}", "fma/clk/SM", f"mma.sync.{row.name}")
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in tensor.MMA_SP])
+def test_table_6_mma_sp(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_artifact):
+    """004 Tables 6-7: 2:4 sparse mma.sp (dense-equivalent FMA/clk/SM; metadata validated)."""
+    _supported_or_skip(row, arch)
+    _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, "mma.sp", row,
+               f"tensor.mma_sp.{row.name}", "fma/clk/SM", f"mma.sp.{row.name}")
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in tensor.LDMATRIX])
+def test_table_9_ldmatrix(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_artifact):
+    """004 Table 9: ldmatrix.xN completion latency (pointer chase) and bytes/clk/SM against the
+    128 B/clk shared-memory bound."""
+    _supported_or_skip(row, arch)
+    _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, "ldmatrix", row,
+               f"tensor.ldmatrix.{row.name}", "B/clk/SM", f"ldmatrix.{row.name}")
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in tensor.WMMA])
+def test_table_iii_wmma(arch, row, gpu, gpuchar, record, sass_snapshot):
+    """003 Table III: wmma completion latency (1 warp, ILP 1) and cycles per wmma of an
+    independent sequence (1 warp, ILP 4: what the paper's 'Cycles' column reports)."""
+    _supported_or_skip(row, arch)
+    s = _sweep_or_skip(gpuchar, arch)
+    pts = _row_points(s, "wmma", row)
+    glob, per = row.sass_for(arch)
+    method = tensor_run.METHOD.format(warps="1", what=f"wmma.{row.name}",
+                                      lengths=list(tensor.LENGTHS), reps=gpuchar.repeats,
+                                      sass=f"{per} x {glob}")
+    lat = pts[(1, 1)]
+    ilp = max(tensor.WMMA_ILPS)
+    ind = pts[(1, ilp)]
+    out = [
+        record(f"tensor.wmma.{row.name}.completion_latency", arch, unit="cycles",
+               fit=_fit(lat.latency, lat.lat_spread, lat.unstable, lat.why),
+               method=method + "; ILP 1", data={"tolerance": LAT_TOL}),
+        record(f"tensor.wmma.{row.name}.cycles", arch, unit="cycles/op",
+               fit=_fit(ind.latency / ilp, ind.lat_spread / ilp, ind.unstable, ind.why),
+               method=method + f"; ILP {ilp}: cycles per wmma of an independent sequence",
+               data={"tolerance": LAT_TOL, "fma_per_clk_warp": ind.throughput}),
+    ]
+    assert s.sass[("wmma", row.name)] == sass_snapshot(f"jit-driver-{gpuchar.device.driver}")
+    _judge_all(out)
+
+
+@pytest.mark.hardware
+@pytest.mark.parametrize("row", [pytest.param(r, id=r.name) for r in tensor.WGMMA])
+def test_hopper_wgmma(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_artifact):
+    """Hopper wgmma (sm_90a): cycles per wgmma of a dependent accumulator chain, completion
+    latency (one wgmma from fence to wait complete, extrapolated from the chain), and
+    throughput (FLOP/clk/SM) with achieved/peak against the documented dense peak; for the
+    sweep rows over warpgroups per SM x ILP."""
+    if archs.number(arch) != 90:
+        pytest.skip(f"hardware: wgmma needs sm_90a ({arch} has none)")
+    s = _sweep_or_skip(gpuchar, arch)
+    if s.wgmma_error:
+        pytest.fail(s.wgmma_error)
+    kind = "wgmma"
+    pts = _row_points(s, kind, row)
+    p1 = pts[(1, 1)]
+    # completion latency = intercept + slope of the 1-warpgroup chain, from the block fit
+    blk = p1.cycles["block"]
+    xs = sorted(blk)
+    slope = (blk[xs[-1]] - blk[xs[0]]) / (xs[-1] - xs[0])
+    single = blk[xs[0]] - slope * (xs[0] - 1)
+    method = (f"1 warpgroup, one accumulator chain of n wgmma (n = {list(tensor.WGMMA_LENGTHS)}"
+              f") between wgmma.fence and commit_group + wait_group 0, all inside the timed "
+              f"region; slope over n; A {'from registers' if row.a_regs else 'from shared'}, "
+              f"B from shared (no swizzle); random non-zero inputs; SASS verified "
+              f"(n x {row.sass}); median of {gpuchar.repeats} launches")
+    peak_pts = {k: v for k, v in pts.items()}
+    best_key = max(peak_pts, key=lambda k: peak_pts[k].throughput)
+    best = peak_pts[best_key]
+    out = [
+        record(f"tensor.wgmma.{row.name}.cycles_per_wgmma", arch, unit="cycles/op",
+               fit=_fit(p1.latency, p1.lat_spread, p1.unstable, p1.why), method=method,
+               data={"tolerance": LAT_TOL, "cycles": p1.cycles}),
+        record(f"tensor.wgmma.{row.name}.completion_latency", arch, unit="cycles",
+               value=single, method="extrapolated chain of 1 (block cycles at the shortest "
+               "chain minus (n-1) x slope): fence + one wgmma + commit + wait, plus the clock "
+               "read; " + method, data={"tolerance": {"abs": 4.0, "rel": 0.05}}),
+        record(f"tensor.wgmma.{row.name}.throughput", arch, unit="flop/clk/SM",
+               fit=_fit(best.throughput, best.thr_spread, best.unstable, best.why),
+               method=f"best over warpgroups x ILP measured ({sorted(pts)}): "
+               f"{best_key[0]} warpgroup(s), ILP {best_key[1]}; 2*64*N*K per wgmma / slope of "
+               f"(max end - min start); " + method,
+               data={"tolerance": THR_TOL, "warpgroups": best_key[0], "ilp": best_key[1],
+                     "sweep": {f"wg{w}_ilp{i}": round(p.throughput, 1)
+                               for (w, i), p in sorted(pts.items())},
+                     "skipped": {f"{n}@{w}": why for (n, w), why in s.skipped.items()
+                                 if n.startswith(f"wgmma/{row.name}/")}}),
+        record(f"tensor.wgmma.{row.name}.achieved_peak", arch, unit="ratio",
+               value=best.throughput / row.peak,
+               method=f"throughput / documented dense peak {row.peak} FLOP/clk/SM "
+               f"({tensor.HOPPER_PEAK_SOURCE})",
+               data={"tolerance": {"abs": 0.03}}),
+    ]
+    if len(pts) > 1:
+        path = gpuchar_artifact(f"tensor-wgmma-{row.name}-{arch}.png",
+                                f"wgmma {row.name} on {arch}: FLOP/clk/SM and cycles per "
+                                f"chain step over warpgroups x ILP")
+        if path is not None:
+            from pytest_gpuchar import plots
+            fig = tensor.heatmap(pts, f"wgmma {row.name} ({arch}); x axis: warpgroups",
+                                 "flop/clk/SM")
+            plots.save(fig, path)
+    assert s.sass[(kind, row.name)] == sass_snapshot(f"jit-driver-{gpuchar.device.driver}")
+    _judge_all(out)
+
+
+@pytest.mark.hardware
+def test_tensor_sweep_data(arch, gpu, gpuchar, gpuchar_artifact):
+    """The raw sweep (every point's latency/throughput, invalid probes, skipped launches) as
+    one JSON artifact; no probe of the sweep may be invalid."""
+    s = _sweep_or_skip(gpuchar, arch)
+    path = gpuchar_artifact(f"tensor-sweep-{arch}.json", f"tensor-core sweep on {arch} (raw)")
+    if path is not None:
+        path.write_text(tensor_run.dump(s))
+    assert not s.invalid, "probe invalid:\n" + "\n\n".join(
+        v[:2000] for v in list(s.invalid.values())[:3])
