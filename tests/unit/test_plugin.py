@@ -221,7 +221,10 @@ def test_artifacts_without_a_report_directory(pytester, no_gpu):
     assert not list(pytester.path.rglob("*.png"))
 
 
-def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no_gpu):
+def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no_gpu,
+                                                                    monkeypatch):
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)   # this suite itself may run under xdist
     pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
     result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "--benchmark-autosave",
                                            "-p", "no:cacheprovider")
