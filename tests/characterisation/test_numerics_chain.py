@@ -25,7 +25,8 @@ REPORTED = (1, 4, 8)        # chain lengths recorded as characteristics
 TYPES = ("tf32", "bf16", "f16")
 ROWS = [pytest.param(t, i, id=f"{t}-init_{t if i == 'low' else 'fp32'}")
         for t in TYPES for i in ("low", "fp32")]
-METHOD = (f"seed 004 Figs 19-20: {TRIALS} chains of {{instr}} (16x8 by 8x8), D converted to "
+METHOD = (f"seed 004 Figs 19-20: {TRIALS} chains of 16x8 by 8x8 products on {{instr}} "
+          f"(k beyond 8 zero), D converted to "
           f"the input type for the next link (RNE; tf32 cvt.rna), B normal(0,1) seed {SEED}; "
           f"mean l2 relative error vs float64 CPU chain over the chains still finite")
 

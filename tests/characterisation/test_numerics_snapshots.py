@@ -9,9 +9,23 @@ import numpy as np
 import pytest
 
 from pytest_gpuchar import numerics, refnum
+from pytest_gpuchar.report import Result
 
 ROWS = [pytest.param(name, id=name) for name in numerics.SPECS]
 TAG = "tensor-core-bits"
+
+# Seen on the lent H200 (sm_90, driver 580.159.04, JIT SASS one HMMA.1688.F32[.BF16], identical
+# to ptxas 13.5), in both device runs of 2026-11-22 (results/sm_90/numerics/layout-probe.txt):
+# the m16n8k8 f16/bf16 mma.sync does not compute A@B under the PTX ISA fragment layout. A
+# one-hot A[r][c] gives a row r of D that is the same for every column n (the B value held in
+# half c%2 of lane (4*(r%8) + c//2)//2), while the same harness matches the layout exactly for
+# m16n8k16 f16/bf16, m16n8k8 tf32 and m16n8k32 fp8. Unexplained (a driver/hardware issue or a
+# gap in our reading of the ISA); kept visible as an expected failure that must keep
+# reproducing: if it stops (a driver fix), the test fails and this entry must go.
+KNOWN_LAYOUT_ANOMALIES = {
+    ("sm_90", "f16.m16n8k8.f32"): "m16n8k8 f16 results do not follow the PTX ISA layout on H200",
+    ("sm_90", "bf16.m16n8k8.f32"): "m16n8k8 bf16 results do not follow the PTX ISA layout on H200",
+}
 
 
 def fixed_tiles(s: numerics.Spec, seed: int = 5):
@@ -48,8 +62,12 @@ def layout_check(runner, s):
     ref = A @ B + C
     tol = 4 * 2.0 ** -refnum.numtype(s.c_type).mantissa * (np.abs(A) @ np.abs(B) + np.abs(C))
     bad = np.argwhere(~(np.abs(D - ref) <= tol))
-    assert bad.size == 0, (f"{s.name}: D differs from A@B+C beyond rounding at {len(bad)} "
-                           f"elements (first {bad[:4].tolist()}): fragment layout wrong?")
+    if bad.size:
+        probe = numerics.layout_probe(runner, s) if refnum.numtype(s.in_type).bits > 8 else []
+        raise AssertionError(
+            f"{s.name}: D differs from A@B+C beyond rounding at {len(bad)} elements (first "
+            f"{bad[:4].tolist()}): the fragments are not where the PTX ISA layout puts them; "
+            f"one-hot probe ({len(probe)} slots differ): " + "; ".join(probe[:40]))
 
 
 @pytest.mark.hardware
@@ -61,6 +79,19 @@ def test_tensor_core_bits(arch, name, gpu, gpuchar, sass_snapshot):
         pytest.skip(why)
     runner = numerics.session_runner(gpuchar, gpu)
     path = runner.verify(s)            # NotTensorCore fails with the SASS
+    known = KNOWN_LAYOUT_ANOMALIES.get((arch, name))
+    if known:
+        try:
+            layout_check(runner, s)
+        except AssertionError as e:
+            gpuchar.recorder.add(Result(f"numerics.layout.{name}", arch, "info",
+                                        detail=f"known anomaly (driver {gpu.driver}): {known}",
+                                        data={"probe": str(e)[:2000]}))
+            pytest.xfail(f"known anomaly on {arch} (driver {gpu.driver}): {known}: "
+                         f"{str(e)[:600]}")
+        pytest.fail(f"{name} on {arch}: the known layout anomaly ({known}) no longer "
+                    f"reproduces with driver {gpu.driver}: remove it from "
+                    f"KNOWN_LAYOUT_ANOMALIES and accept the snapshot")
     layout_check(runner, s)
     A, B, C = fixed_tiles(s)
     with np.errstate(all="ignore"):

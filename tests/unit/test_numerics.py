@@ -174,3 +174,20 @@ def test_chain_on_model_overflows_fp16_and_bf16_grows_fastest(tmp_path):
     assert tf.mean_err[0] < 1e-6
     numerics.plot_chain(curves, tmp_path / "c.png")
     assert (tmp_path / "c.png").stat().st_size > 1000
+
+
+def test_layout_probe_finds_a_permuted_layout():
+    s = numerics.spec("bf16.m16n8k16.f32")
+    assert numerics.layout_probe(ModelRunner(extra_bits=30, block=16, rounding="rn"), s) == []
+
+    class Swapped(ModelRunner):          # a 'tensor core' that reads B transposed in k
+        def run(self, s, A, B, C=None):
+            return super().run(s, A, np.asarray(B)[:, ::-1, :], C)
+    bad = numerics.layout_probe(Swapped(extra_bits=30, block=16, rounding="rn"), s)
+    assert len(bad) == s.m * s.k and "B rows [15]" in bad[0]
+
+
+def test_chain_pads_k_for_m16n8k16():
+    r = ModelRunner(extra_bits=30, block=16, rounding="rn")
+    c = numerics.chain(r, numerics.spec("f16.m16n8k16.f32"), "low", 2, 20)
+    assert c.mean_err[0] < 1e-6

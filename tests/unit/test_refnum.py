@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
