@@ -240,3 +240,31 @@ class TestModel:
         assert refnum.model_mma(A, B, C, extra_bits=2)[0, 0, 0] == 0.0
         with pytest.raises(ValueError, match="model rounding"):
             refnum.model_mma(A, B, C, rounding="rd")
+
+
+f64s = st.floats(allow_nan=False, allow_infinity=False, width=64)
+
+
+@SETTINGS
+@given(f64s)
+def test_round_exact_rn_matches_ieee_casts(x):
+    """Rounding the exact value of a double once to FP32/FP16 (incl. subnormals, the largest
+    finite value and overflow to inf) agrees with numpy's IEEE round-to-nearest-even casts."""
+    import warnings
+    q = Fraction(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want32, want16 = float(np.float32(x)), float(np.float16(x))
+    assert refnum.round_exact(q, "f32", "rn") == want32
+    assert refnum.round_exact(q, "f16", "rn") == want16
+
+
+@SETTINGS
+@given(f64s, st.sampled_from(["f32", "f16"]))
+def test_round_exact_directed_modes_bracket(x, out):
+    q = Fraction(x)
+    lo, hi = refnum.round_exact(q, out, "rd"), refnum.round_exact(q, out, "ru")
+    assert lo <= x <= hi
+    z = refnum.round_exact(q, out, "rz")
+    assert abs(z) <= abs(x) and z in (lo, hi)
+    assert math.copysign(1, z) == math.copysign(1, x) or z == 0
