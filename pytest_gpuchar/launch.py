@@ -155,6 +155,36 @@ def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list
     return span, count, bodies, overlap
 
 
+def block_fit(per_repeat: list[list[tuple[int, int]]], *, spread_abs: float = 5.0,
+              spread_rel: float = 0.05) -> dict:
+    """Cycles per serialised block: per repeat, the least-squares slope of every SM's busy span
+    against the number of blocks that SM actually ran (the block scheduler hands an SM 2..9 of
+    them when each SM's share is 2, 4 or 8, so counts per SM are measured, not assumed); the
+    median of the per-repeat slopes, their spread, and the linearity of the median span per
+    block count."""
+    slopes = []
+    for pairs in per_repeat:
+        if len({c for c, _ in pairs}) >= 2:
+            slopes.append(slope([c for c, _ in pairs], [s for _, s in pairs])[0])
+    allp = [p for pairs in per_repeat for p in pairs]
+    counts = sorted({c for c, _ in allp})
+    medians = {c: float(statistics.median(s for k, s in allp if k == c)) for c in counts}
+    if len(counts) < 2 or not slopes:
+        return {"value": float("nan"), "spread": 0.0, "slopes": slopes, "medians": medians,
+                "unstable": True, "why": "fewer than two distinct block counts per SM"}
+    value = float(statistics.median(slopes))
+    spread = max(slopes) - min(slopes)
+    m, c = slope(counts, [medians[k] for k in counts])
+    residual = max(abs(medians[k] - (m * k + c)) for k in counts)
+    why = ""
+    if spread > max(spread_abs, spread_rel * abs(value)):
+        why = f"per-repeat slopes spread {spread:.1f} cycles/block"
+    elif residual > max(20.0, 0.05 * max(medians.values())):
+        why = f"spans not linear in blocks per SM (residual {residual:.0f} cycles)"
+    return {"value": value, "spread": spread, "slopes": slopes, "medians": medians,
+            "unstable": bool(why), "why": why}
+
+
 def slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
     from .measure import least_squares
     return least_squares(xs, ys)
@@ -243,28 +273,29 @@ def run_block_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Laun
         for b in BLOCKS_PER_SM:
             fn((dev.sm_count * b,), (32,), (recs[b][r],), shared_mem=smem)
     measure._wait("launch/block", watchdog_s)
-    spans: dict[int, list[float]] = {}
+    per_repeat: list[list[tuple[int, int]]] = []
     bodies: list[int] = []
     overlapped = False
     per_sm_counts: set[int] = set()
-    for b in BLOCKS_PER_SM:
-        spans[b] = []
-        for r in range(1, repeats + 1):
+    for r in range(1, repeats + 1):
+        pairs = []
+        for b in BLOCKS_PER_SM:
             span, count, body, ov = serial_blocks(recs[b][r].get())
             overlapped |= ov
             bodies += body
             per_sm_counts |= set(count.values())
-            # per SM: busy span over the blocks it ran; median over SMs of span per block count
-            spans[b].append(float(statistics.median(span[s] / count[s] * b for s in span)))
-    f = measure.fit(spans, {b: b for b in BLOCKS_PER_SM}, spread_abs=2.0, spread_rel=0.05)
+            pairs += [(count[s], span[s]) for s in span]
+        per_repeat.append(pairs)
+    fit = block_fit(per_repeat)
     body = float(statistics.median(bodies))
-    data = {"span_cycles": {b: f.medians[b] for b in BLOCKS_PER_SM}, "block_body_cycles": body,
-            "cycles_per_block": round(f.value, 2), "dynamic_shared_bytes": smem,
-            "blocks_per_sm_seen": sorted(per_sm_counts), "setup": before}
+    data = {"cycles_per_block": round(fit["value"], 2), "block_body_cycles": body,
+            "median_span_by_blocks": fit["medians"], "dynamic_shared_bytes": smem,
+            "blocks_per_sm_seen": sorted(per_sm_counts), "setup": before,
+            "per_repeat_slopes": [round(x, 2) for x in fit["slopes"]]}
     if overlapped:
         return Launched(float("nan"), 0.0, True,
                         "blocks of one SM overlapped in time: not serialised, no figure", data)
-    return Launched(f.value - body, f.spread, f.unstable, f.why_unstable, data)
+    return Launched(fit["value"] - body, fit["spread"], fit["unstable"], fit["why"], data)
 
 
 # --- export of the model parameters ----------------------------------------------------

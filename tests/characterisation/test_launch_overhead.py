@@ -17,8 +17,9 @@ METHOD = {
     "warp": "blocks of {w} warps, one per SM, %clock64 at each warp's entry; per block the last "
             "warp's entry minus the first's; slope over warps launched (median of {reps} launches)",
     "block": "one-warp blocks made exclusive on their SM by dynamic shared memory (> half the "
-             "SM's), {b} blocks per SM run in turn; per-SM busy span, slope over blocks per SM, "
-             "minus the block's own entry-to-exit cycles (median of {reps} launches)",
+             "SM's), grids of {b} x SMs blocks run in turn; every SM's busy span against the "
+             "number of blocks it actually ran, least-squares slope per launch set, median of "
+             "{reps}, minus the block's own entry-to-exit cycles",
     "issue_cycle": "cycles between two warp instructions of one scheduler at the fastest "
                    "measured rate: 4 schedulers x 32 lanes / max results/clk/SM of the "
                    "single-result throughput rows measured in this session (FFMA at least)",

@@ -181,3 +181,16 @@ def test_dynamic_smem_holds_blocks_per_sm():
             assert 4 * (x + 1024) <= per_sm < 5 * (x + 1024)
     assert tp.dynamic_smem(233472, 4) > 0
     assert tp.dynamic_smem(0) == 0
+
+
+def test_block_fit_pools_the_blocks_each_sm_ran():
+    import random
+    rnd = random.Random(1)
+    # 430 cycles per block, 40 fixed; SMs ran 2..9 blocks
+    reps = [[(c, 430 * c + 40 + rnd.randint(-3, 3)) for c in (2, 3, 4, 5, 7, 8, 9) * 5]
+            for _ in range(5)]
+    f = launch.block_fit(reps)
+    assert f["value"] == pytest.approx(430, abs=2) and not f["unstable"]
+    assert launch.block_fit([[(4, 100), (4, 120)]])["unstable"]        # one block count only
+    bent = [[(c, 430 * c + (1500 if c > 6 else 0)) for c in (2, 3, 4, 5, 7, 8, 9)]] * 3
+    assert "not linear" in launch.block_fit(bent)["why"]
