@@ -307,9 +307,13 @@ MODEL_KEYS = {
     "issue_cycle": ["throughput.launch.issue_cycle"],
     "bar_sync_ovh_256": ["throughput.bar_sync.nt256"],
     "bar_sync_ovh_1024": ["throughput.bar_sync.nt1024"],
-    "mem_lat": ["memory.latency.dram", "memory.latency.global"],
-    "l2_lat": ["memory.latency.l2"],
-    "l1_lat": ["memory.latency.l1", "memory.latency.l1_hit"],
+    # Many-BSP's mem_lat = G2 is the global-memory (DRAM) latency; the memory suite's
+    # pointer chase with ld.global.cv (Ampere paper Table IV's "global") first
+    "mem_lat": ["memory.latency.dram_cv", "memory.latency.dram_ca", "memory.latency.dram",
+                "memory.latency.global"],
+    "l2_lat": ["memory.latency.l2_hit", "memory.latency.l2"],
+    "l1_lat": ["memory.latency.l1_hit", "memory.latency.l1"],
+    "shared_lat": ["memory.latency.shared_load"],
 }
 FU_PREFIX = "throughput.unit."
 
