@@ -17,7 +17,7 @@ from pytest_gpuchar import memory
 from pytest_gpuchar.plugin import assert_result
 
 CAPACITY_ROWS = ["l1", "l2", "l2_near_far"]
-FILL_ROWS = ["l1", "l2"]
+FILL_ROWS = ["l1"]
 
 
 def _sweep(gpuchar):
@@ -108,18 +108,22 @@ def test_cache_capacity(arch, row, gpu, gpuchar, record, gpuchar_artifact):
 def test_fill_granularity(arch, row, gpu, gpuchar, record):
     """Line/sector size: a forward walk at strides 8..256 B; below the fill size only
     stride/fill of the loads miss, so the mean latency grows with the stride up to the fill
-    size and is flat above it."""
+    size and is flat above it. Only the L1 fill (from the L2) is measured: the L2 fill from
+    device memory gave a non-monotonic, session-dependent curve on the H200 (see
+    memory.fill_sweep), so it is not reported rather than guessed."""
     s = memory.session_for(gpuchar)
-    sw = memory.measured(gpuchar, ("fill", row), lambda: memory.fill_sweep(s, row))
+    sw = memory.measured(gpuchar, ("fill", row), lambda: memory.fill_sweep(s))
     fill = memory.fill_granularity(sw.footprints, sw.latency)
-    what = {"l1": "L1 fills from the L2 (ld.global.ca over an L2-resident region)",
-            "l2": "L2 fills from device memory (ld.global.cg over a flushed region)"}[row]
+    what = "L1 fills from the L2 (ld.global.ca over an L2-resident region)"
     assert fill is not None, f"no misses seen in the stride sweep ({what}): {sw.as_data()}"
+    err = memory.fill_model_error(sw.footprints, sw.latency, fill)
     r = record(f"memory.geometry.{row}_fill_bytes", arch, fill, "bytes",
                method=f"stride sweep {list(memory.STRIDES)} B, forward walk, slope over "
                       f"16/32/64 dependent loads; {what}; smallest stride reaching 90% of "
                       f"the all-miss latency",
-               data={**sw.as_data(), "tolerance": {"abs": 0, "rel": 0}})
+               detail=f"curve vs fill model: max deviation {err:.0%} of (miss - hit)",
+               data={**sw.as_data(), "model_error": round(err, 3),
+                     "tolerance": {"abs": 0, "rel": 0}})
     assert_result(r)
-    lat = dict(zip(sw.footprints, sw.latency))
-    assert lat[max(memory.STRIDES)] > lat[min(memory.STRIDES)], lat
+    assert err < 0.3, (f"the stride sweep does not follow the fill model (hit + stride/fill x "
+                       f"(miss - hit)): deviation {err:.0%}; {sw.as_data()}")

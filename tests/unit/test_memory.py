@@ -172,6 +172,12 @@ def test_fill_granularity_on_synthetic_sweep():
         lat = [hit + min(1.0, s / fill) * (miss - hit) for s in strides]
         assert memory.fill_granularity(strides, lat) == fill
     assert memory.fill_granularity(strides, [30.0] * len(strides)) is None
+    lat = [hit + min(1.0, s / 32) * (miss - hit) for s in strides]
+    assert memory.fill_model_error(strides, lat, 32) < 1e-9
+    # a curve that falls back after the "fill size": not a fill-size curve at all
+    bad = [30.0, 250.0, 40.0, 250.0, 60.0, 250.0]
+    fill = memory.fill_granularity(strides, bad)
+    assert memory.fill_model_error(strides, bad, fill) > 0.3
 
 
 @pytest.mark.parametrize("row", memory.BANK_ROWS, ids=lambda r: r.name)
