@@ -16,7 +16,17 @@ from pytest_gpuchar.plugin import assert_result
 
 LAT_TOL = {"abs": 1.0, "rel": 0.05}
 THR_TOL = {"abs": 1.0, "rel": 0.03}
-CONV_LAT_TOL = {"abs": 2.0, "rel": 0.15}   # the convergence ILP may move by one step
+CONV_LAT_TOL = {"abs": 2.0, "rel": 0.25}   # the convergence ILP may move by one step
+# multi-warp block spans: the 4- and 8-warp convergence points differed by up to ~25% between
+# two runs on H200 (device run 3 of issue 4); the best point over <= 4 warps within 5%
+MW_TOL = {"abs": 2.0, "rel": 0.25}
+PEAK4_TOL = {"abs": 1.0, "rel": 0.05}
+PEAK_TOL = {"abs": 2.0, "rel": 0.20}
+
+
+def WG_TOL(row):
+    """wgmma N=256 chains (128 cycles per wgmma) showed ~8% slope spread over 4/8/16."""
+    return {"abs": 1.0, "rel": 0.08 if row.n >= 256 else 0.03}
 
 
 def _fit(value, spread, unstable, why) -> measure.Fit:
@@ -79,21 +89,30 @@ def _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, kind, r, 
                           method=method.replace("W warp(s)", f"{w} warps")
                           + f"; convergence point ILP {c.ilp} (smallest ILP within 5% of the "
                           f"best, {best:.1f})",
-                          data={"tolerance": THR_TOL, "ilp": c.ilp, "best": best}))
+                          data={"tolerance": MW_TOL, "ilp": c.ilp, "best": best}))
         out.append(record(f"{prefix}.latency_w{w}", arch, unit="cycles",
                           fit=_fit(c.latency, c.lat_spread, c.unstable, c.why),
                           method=f"latency per chain step at the convergence point ({w} warps, "
                           f"ILP {c.ilp}); " + method,
-                          data={"tolerance": CONV_LAT_TOL, "ilp": c.ilp}))
-    peak = max(p.throughput for p in pts.values())
-    out.append(record(f"{prefix}.throughput_peak", arch, unit=unit,
-                      fit=_fit(peak, 0.0, False, ""),
-                      method="best throughput over the whole warps x ILP sweep; " + method,
-                      data={"tolerance": THR_TOL,
-                            "sweep": {f"w{w}_ilp{i}": round(p.throughput, 2)
-                                      for (w, i), p in sorted(pts.items())},
-                            "latency": {f"w{w}_ilp{i}": round(p.latency, 2)
-                                        for (w, i), p in sorted(pts.items())}}))
+                          data={"tolerance": MW_TOL, "ilp": c.ilp}))
+    sweep = {"sweep": {f"w{w}_ilp{i}": round(p.throughput, 2) for (w, i), p in sorted(pts.items())},
+             "latency": {f"w{w}_ilp{i}": round(p.latency, 2) for (w, i), p in sorted(pts.items())},
+             "spread": {f"w{w}_ilp{i}": round(p.thr_spread, 2) for (w, i), p in sorted(pts.items())}}
+    for suffix, max_w, tol in (("throughput_peak_w4", 4, PEAK4_TOL), ("throughput_peak", None,
+                                                                     PEAK_TOL)):
+        top = tensor.peak(pts, max_warps=max_w)
+        if top is None:
+            out.append(record(f"{prefix}.{suffix}", arch, unit=unit,
+                              fit=_fit(float("nan"), 0.0, True, "no point with a throughput "
+                                       "spread within 30%"), method=method))
+            continue
+        out.append(record(
+            f"{prefix}.{suffix}", arch, unit=unit, fit=_fit(top.throughput, top.thr_spread,
+                                                            False, ""),
+            method=f"best throughput over the sweep points with {'<= 4' if max_w else 'any'} "
+            f"warps whose per-repeat throughput spread is within 30% ({top.warps} warps, ILP "
+            f"{top.ilp}; median over launches, its spread recorded); " + method,
+            data={"tolerance": tol, "warps": top.warps, "ilp": top.ilp, **sweep}))
     _plot(gpuchar_artifact, pts, kind, r, arch, unit)
     assert s.sass[(kind, r.name)] == sass_snapshot(f"jit-driver-{gpuchar.device.driver}")
     _judge_all(out)
@@ -177,33 +196,31 @@ def test_hopper_wgmma(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_ar
     kind = "wgmma"
     pts = _row_points(s, kind, row)
     p1 = pts[(1, 1)]
-    # completion latency = intercept + slope of the 1-warpgroup chain, from the block fit
-    blk = p1.cycles["block"]
-    xs = sorted(blk)
-    slope = (blk[xs[-1]] - blk[xs[0]]) / (xs[-1] - xs[0])
-    single = blk[xs[0]] - slope * (xs[0] - 1)
-    method = (f"1 warpgroup, one accumulator chain of n wgmma (n = {list(tensor.WGMMA_LENGTHS)}"
+    single = p1.cycles.get("single")
+    fit_lengths = [n for n in tensor.WGMMA_LENGTHS if n != tensor.SINGLE]
+    method = (f"1 warpgroup, one accumulator chain of n wgmma (n = {fit_lengths}"
               f") between wgmma.fence and commit_group + wait_group 0, all inside the timed "
               f"region; slope over n; A {'from registers' if row.a_regs else 'from shared'}, "
               f"B from shared (no swizzle); random non-zero inputs; SASS verified "
               f"(n x {row.sass}); median of {gpuchar.repeats} launches")
-    peak_pts = {k: v for k, v in pts.items()}
-    best_key = max(peak_pts, key=lambda k: peak_pts[k].throughput)
-    best = peak_pts[best_key]
+    stable = {k: v for k, v in pts.items() if not v.unstable} or pts
+    best_key = max(stable, key=lambda k: stable[k].throughput)
+    best = stable[best_key]
     out = [
         record(f"tensor.wgmma.{row.name}.cycles_per_wgmma", arch, unit="cycles/op",
                fit=_fit(p1.latency, p1.lat_spread, p1.unstable, p1.why), method=method,
-               data={"tolerance": LAT_TOL, "cycles": p1.cycles}),
+               data={"tolerance": WG_TOL(row), "cycles": p1.cycles}),
         record(f"tensor.wgmma.{row.name}.completion_latency", arch, unit="cycles",
-               value=single, method="extrapolated chain of 1 (block cycles at the shortest "
-               "chain minus (n-1) x slope): fence + one wgmma + commit + wait, plus the clock "
-               "read; " + method, data={"tolerance": {"abs": 4.0, "rel": 0.05}}),
+               value=single, method="a chain of 1, timed directly (median over launches of the "
+               "mean over the 4 warps): wgmma.fence + one wgmma + commit_group + wait_group 0, "
+               "plus the clock read and the guard (a few cycles); " + method,
+               data={"tolerance": {"abs": 4.0, "rel": 0.15}}),
         record(f"tensor.wgmma.{row.name}.throughput", arch, unit="flop/clk/SM",
                fit=_fit(best.throughput, best.thr_spread, best.unstable, best.why),
                method=f"best over warpgroups x ILP measured ({sorted(pts)}): "
                f"{best_key[0]} warpgroup(s), ILP {best_key[1]}; 2*64*N*K per wgmma / slope of "
                f"(max end - min start); " + method,
-               data={"tolerance": THR_TOL, "warpgroups": best_key[0], "ilp": best_key[1],
+               data={"tolerance": WG_TOL(row), "warpgroups": best_key[0], "ilp": best_key[1],
                      "sweep": {f"wg{w}_ilp{i}": round(p.throughput, 1)
                                for (w, i), p in sorted(pts.items())},
                      "skipped": {f"{n}@{w}": why for (n, w), why in s.skipped.items()
@@ -212,7 +229,7 @@ def test_hopper_wgmma(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_ar
                value=best.throughput / row.peak,
                method=f"throughput / documented dense peak {row.peak} FLOP/clk/SM "
                f"({tensor.HOPPER_PEAK_SOURCE})",
-               data={"tolerance": {"abs": 0.03}}),
+               data={"tolerance": {"abs": 0.08 if row.n >= 256 else 0.03}}),
     ]
     if len(pts) > 1:
         path = gpuchar_artifact(f"tensor-wgmma-{row.name}-{arch}.png",
