@@ -981,9 +981,28 @@ def launch_all(jobs, dev, *, repeats: int, watchdog_s: float, compiled,
     return res
 
 
+SWEEP_IQR_REL = 0.05      # interquartile range of the per-launch slopes, relative to the value
+SKEW_SHARE = 0.03         # start-skew change between the shortest and longest chain, relative
+                          # to the span growth between them
+
+
+def _iqr(xs) -> float:
+    q1, q3 = np.quantile(np.asarray(xs, float), [0.25, 0.75])
+    return float(q3 - q1)
+
+
 def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> SweepPoint:
     """Per-warp latency (mean over warps of end - start, slope over n) and per-SM throughput
-    (work / slope of max end - min start over the block's warps)."""
+    (work / slope of max end - min start over the block's warps).
+
+    Stability (the sweep launches every point many times, and one launch in a batch can land
+    in another scheduling mode): the spreads are the interquartile ranges of the per-launch
+    slopes, and a point is unstable when either is above SWEEP_IQR_REL of its value, when the
+    cycles are not linear in n, or - several warps - when the skew between the warps' start
+    clocks changes with the chain length by more than SKEW_SHARE of the span's growth. The
+    last is the differential method's own premise (fixed costs identical at every length):
+    on H200, 8 warps of HMMA chains left bar.sync 120-270 cycles apart depending on n, which
+    biased block-span slopes by up to 20% while each launch looked repeatable."""
     from .measure import fit
     single = None
     if getattr(p, "wgmma", None) is not None and SINGLE in raw and len(raw) > 2:
@@ -991,6 +1010,8 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
         raw = {n: v for n, v in raw.items() if n != SINGLE}
     lat_cycles = {n: [float(np.mean(t1 - t0)) for t0, t1 in reps] for n, reps in raw.items()}
     blk_cycles = {n: [float(t1.max() - t0.min()) for t0, t1 in reps] for n, reps in raw.items()}
+    skew = {n: float(np.median([t0.max() - t0.min() for t0, _ in reps]))
+            for n, reps in raw.items()}
     ops = {n: n for n in raw}
     lf = fit(lat_cycles, ops)
     bf = fit(blk_cycles, ops)
@@ -998,14 +1019,28 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
     issuers = threads // 128 if getattr(p, "wgmma", None) is not None else warps
     work = work_per_op(p) * p.ilp * issuers
     thr = work / bf.value if bf.value > 0 else float("nan")
-    thr_spread = (work / min(bf.slopes) - work / max(bf.slopes)) if min(bf.slopes) > 0 else \
-        float("inf")
-    unstable = bf.unstable or lf.unstable
-    why = "; ".join(w for w in (lf.why_unstable, bf.why_unstable) if w)
-    cycles = {"warp_mean": lf.medians, "block": bf.medians}
+    thr_each = [work / s for s in bf.slopes if s > 0]
+    thr_spread = _iqr(thr_each) if thr_each and len(thr_each) == len(bf.slopes) \
+        else float("inf")
+    lat_spread = _iqr(lf.slopes) if lf.slopes else lf.spread
+    why = []
+    if lat_spread > max(0.5, SWEEP_IQR_REL * abs(lf.value)):
+        why.append(f"per-launch latency slopes: interquartile range {lat_spread:.2f} cycles")
+    if not np.isfinite(thr) or thr_spread > SWEEP_IQR_REL * abs(thr):
+        why.append(f"per-launch throughput: interquartile range {thr_spread:.1f}")
+    for f in (lf, bf):
+        if f.why_unstable.startswith("cycles not linear"):
+            why.append(f.why_unstable)
+    lo, hi = min(raw), max(raw)
+    growth = bf.medians[hi] - bf.medians[lo]
+    if warps > 1 and abs(skew[hi] - skew[lo]) > SKEW_SHARE * max(growth, 1.0):
+        why.append(f"the warps' start skew changes with chain length ({skew[lo]:.0f} cycles at "
+                   f"n={lo}, {skew[hi]:.0f} at n={hi}): the block-span slope is biased")
+    cycles = {"warp_mean": lf.medians, "block": bf.medians, "start_skew": skew}
     if single is not None:
         cycles["single"] = single
-    return SweepPoint(warps, p.ilp, lf.value, thr, lf.spread, thr_spread, unstable, why, cycles)
+    return SweepPoint(warps, p.ilp, lf.value, thr, lat_spread, thr_spread, bool(why),
+                      "; ".join(dict.fromkeys(why)), cycles)
 
 
 def convergence(points: dict[tuple[int, int], SweepPoint], warps: int,
@@ -1022,14 +1057,13 @@ def convergence(points: dict[tuple[int, int], SweepPoint], warps: int,
     return None
 
 
-def peak(points: dict[tuple[int, int], SweepPoint], *, max_warps: int | None = None,
-         max_rel_spread: float = 0.3) -> SweepPoint | None:
-    """The point of highest throughput among those with at most `max_warps` warps whose
-    per-repeat throughput spread is within `max_rel_spread` of the value. On H200 the best point
-    over <= 4 warps repeated within 5% between runs; over all warps within ~15% (the 6-16 warp
-    block spans are noisier), hence two figures."""
+def peak(points: dict[tuple[int, int], SweepPoint], *,
+         max_warps: int | None = None) -> SweepPoint | None:
+    """The point of highest throughput among the stable ones (fit_point) with at most
+    `max_warps` warps. (The maximum over unstable points is the maximum of the noise: before
+    the skew check, the best point over all warps moved by up to 30% between two H200 runs.)"""
     pts = [p for (w, _), p in points.items() if (max_warps is None or w <= max_warps)
-           and np.isfinite(p.throughput) and p.thr_spread <= max_rel_spread * p.throughput]
+           and np.isfinite(p.throughput) and not p.unstable]
     return max(pts, key=lambda p: p.throughput) if pts else None
 
 

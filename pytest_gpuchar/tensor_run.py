@@ -13,7 +13,8 @@ METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independen
           "chains of n dependent {what} (n = {lengths}), unrolled between two %clock64 reads; "
           "latency = slope over n of the mean per-warp cycles (cycles per chain step), "
           "throughput = work / slope over n of (max end - min start over the block's warps); "
-          "median of {reps} launches after a warm-up; random non-zero inputs; driver-JIT SASS "
+          "median of {reps} launches after a warm-up (spreads: interquartile range of the per-launch "
+          "slopes); random non-zero inputs; driver-JIT SASS "
           "verified ({sass} x n x ILP in the timed region)")
 
 
@@ -27,6 +28,7 @@ class Sweep:
     jit_log: str = ""
     wgmma_log: str = ""
     wgmma_error: str = ""
+    repeats: int = 0
 
     def to_json(self) -> dict:
         return {"arch": self.arch,
@@ -73,7 +75,7 @@ def _jobs(ps, compiled, warps_for, out: Sweep) -> list:
 
 def run_sweep(dev, *, repeats: int, watchdog_s: float) -> Sweep:
     arch = dev.arch
-    out = Sweep(arch)
+    out = Sweep(arch, repeats=repeats)
     ps = tensor.hardware_probes(arch)
     compiled = jit.compile_probe(tensor.module(arch, ps), dev.driver, "gpuchar_tensor.ptx")
     out.jit_log = compiled.info_log
@@ -119,11 +121,15 @@ def run_sweep(dev, *, repeats: int, watchdog_s: float) -> Sweep:
     return out
 
 
+SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
+
+
 def sweep(gpuchar, arch: str) -> Sweep:
     """The arch's sweep, measured once per session."""
     key = ("tensor-sweep", arch)
     if key not in gpuchar.runs:
-        gpuchar.runs[key] = run_sweep(gpuchar.device, repeats=gpuchar.repeats,
+        gpuchar.runs[key] = run_sweep(gpuchar.device,
+                                      repeats=max(gpuchar.repeats, SWEEP_MIN_REPEATS),
                                       watchdog_s=gpuchar.watchdog_s)
     return gpuchar.runs[key]
 

@@ -6,8 +6,9 @@
 #     GPUCHAR_NIGHTLY_ACCEPT=1: run 1 records the driver's SASS (--snapshot-update) - the first
 #     run of a new suite or driver, after review;
 #     GPUCHAR_NIGHTLY_REGEN=<key prefix>: between the runs, write run 1's measured values of the
-#     keys under that prefix into the GPU's per-device expectations (not the peak fractions:
-#     those are the spec's bar, never regenerated);
+#     keys under that prefix into the GPU's per-device expectations (not the peak fractions
+#     nor wgmma's achieved/peak: those are the spec's bars, never regenerated);
+#     GPUCHAR_NIGHTLY_REGEN_ARCH=1: into the arch's values instead (SM-internal figures);
 #  3. nightly run 2, compared with run 1 as the previous run (no change expected);
 #  4. export the model parameters of run 2 (gpuchar-model-params).
 # $OUT gets at most 8 files: nightly.txt, nightly1.md, nightly2.md, nightly1.tgz, nightly2.tgz,
@@ -33,15 +34,21 @@ if [ -n "${GPUCHAR_NIGHTLY_REGEN:-}" ] && [ -n "$arch" ]; then
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
 print(" ".join(sorted({f"--key={r['key']}" for r in res if r["key"].startswith(sys.argv[2])
-                       and ".peak_fraction." not in r["key"] and r.get("value") is not None})))
+                       and ".peak_fraction." not in r["key"] and not r["key"].endswith(".achieved_peak")
+                       and r.get("value") is not None})))
 PY
 )
-  python3 -m pytest_gpuchar.expectations update --root expectations --device "$dev" \
+  level=(--device "$dev")
+  [ "${GPUCHAR_NIGHTLY_REGEN_ARCH:-0}" = 1 ] && level=()
+  python3 -m pytest_gpuchar.expectations update --root expectations "${level[@]}" \
     --results "$OUT/n1/report/gpuchar-results.json" --arch "$arch" $keys | tee -a "$OUT/nightly.txt"
 fi
 start=$(date +%s)
 python3 -m pytest_gpuchar.nightly --out "$OUT/n2" --previous "$OUT/n1/nightly.json" $TESTS -- "$@"
 echo "nightly run 2: exit $? wall $(( $(date +%s) - start )) s" | tee -a "$OUT/nightly.txt"
+python3 scripts/compare_runs.py "$OUT/n1/report/gpuchar-results.json" \
+  "$OUT/n2/report/gpuchar-results.json" > "$OUT/n2/repeatability.txt" 2>&1
+head -12 "$OUT/n2/repeatability.txt" >> "$OUT/nightly.txt"
 [ -n "$arch" ] && python3 -m pytest_gpuchar.launch --results "$OUT/n2/report/gpuchar-results.json" \
   --arch "$arch" -o "$OUT/model-params.yaml" >> "$OUT/nightly.txt" 2>&1
 for k in 1 2; do

@@ -149,6 +149,43 @@ def test_fit_point_and_convergence():
     assert len(fig.axes) == 4
 
 
+def test_start_skew_that_changes_with_chain_length_makes_a_point_unstable():
+    """H200, 8 warps of HMMA chains: the warps left bar.sync ~270 cycles apart at n=8 and ~218
+    at n=32; the block-span slope looked repeatable but was biased. Such a point is unstable
+    and never a peak."""
+    r = tensor.row("mma", "f16.f32.m16n8k16")
+    p = tensor.sweep_probe(r, "sm_90", 2)
+    raw = {}
+    for n in tensor.LENGTHS:
+        sk = {8: 270.0, 16: 270.0, 32: 218.0}[n]
+        raw[n] = [(np.linspace(0, sk, 8), np.linspace(0, sk, 8) + 50 + 22 * n)
+                  for _ in range(15)]
+    pt = tensor.fit_point(p, 256, raw)
+    assert pt.unstable and "start skew changes with chain length (270 cycles at n=8, 218" \
+        in pt.why
+    steady = tensor.fit_point(p, 256, {n: [(np.linspace(0, 200, 8), np.linspace(0, 200, 8)
+                                             + 50 + 22 * n)] * 15 for n in tensor.LENGTHS})
+    assert not steady.unstable, steady.why
+    assert tensor.peak({(8, 2): pt, (4, 2): steady}).warps == 8      # the stable one
+    assert tensor.peak({(8, 2): pt}) is None
+
+
+def test_one_odd_launch_does_not_make_a_point_unstable():
+    """Spreads are interquartile ranges of the per-launch slopes: one launch of 15 in another
+    scheduling mode is tolerated (the median is unaffected), a bimodal batch is not."""
+    r = tensor.row("mma", "f16.f32.m16n8k16")
+    p = tensor.sweep_probe(r, "sm_90", 1)
+    raw = _raw(24.0, 4, reps=15)
+    t0, t1 = raw[32][0]
+    raw[32][0] = (t0, t1 + 300)
+    pt = tensor.fit_point(p, 128, raw)
+    assert not pt.unstable and pt.latency == pytest.approx(24.0, abs=0.05)
+    for i in range(0, 15, 2):
+        t0, t1 = raw[32][i]
+        raw[32][i] = (t0, t1 + 300)
+    assert tensor.fit_point(p, 128, raw).unstable
+
+
 def test_wgmma_work_counts_warpgroups():
     r = tensor.wgmma_row("f16.f32.m64n128k16.ss")
     p = tensor.wgmma_probe(r, 1)
