@@ -997,7 +997,8 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
 
     Stability (the sweep launches every point many times, and one launch in a batch can land
     in another scheduling mode): the spreads are the interquartile ranges of the per-launch
-    slopes, and a point is unstable when either is above SWEEP_IQR_REL of its value, when the
+    slopes (the reported spreads are the full ranges), and a point is unstable when either
+    interquartile range is above SWEEP_IQR_REL of its value, when the
     cycles are not linear in n, or - several warps - when the skew between the warps' start
     clocks changes with the chain length by more than SKEW_SHARE of the span's growth. The
     last is the differential method's own premise (fixed costs identical at every length):
@@ -1006,7 +1007,9 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
     from .measure import fit
     single = None
     if getattr(p, "wgmma", None) is not None and SINGLE in raw and len(raw) > 2:
-        single = float(np.median([np.mean(t1 - t0) for t0, t1 in raw[SINGLE]]))
+        each = [float(np.mean(t1 - t0)) for t0, t1 in raw[SINGLE]]
+        single = float(np.median(each))
+        single_spread = max(each) - min(each)
         raw = {n: v for n, v in raw.items() if n != SINGLE}
     lat_cycles = {n: [float(np.mean(t1 - t0)) for t0, t1 in reps] for n, reps in raw.items()}
     blk_cycles = {n: [float(t1.max() - t0.min()) for t0, t1 in reps] for n, reps in raw.items()}
@@ -1020,14 +1023,18 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
     work = work_per_op(p) * p.ilp * issuers
     thr = work / bf.value if bf.value > 0 else float("nan")
     thr_each = [work / s for s in bf.slopes if s > 0]
-    thr_spread = _iqr(thr_each) if thr_each and len(thr_each) == len(bf.slopes) \
-        else float("inf")
-    lat_spread = _iqr(lf.slopes) if lf.slopes else lf.spread
+    whole = bool(thr_each) and len(thr_each) == len(bf.slopes)
+    thr_iqr = _iqr(thr_each) if whole else float("inf")
+    lat_iqr = _iqr(lf.slopes) if lf.slopes else lf.spread
+    # the spreads reported (and used by the nightly as the in-run noise) are the full ranges
+    # over launches; the stability test uses the interquartile ranges
+    thr_spread = float(max(thr_each) - min(thr_each)) if whole else float("inf")
+    lat_spread = lf.spread
     why = []
-    if lat_spread > max(0.5, SWEEP_IQR_REL * abs(lf.value)):
-        why.append(f"per-launch latency slopes: interquartile range {lat_spread:.2f} cycles")
-    if not np.isfinite(thr) or thr_spread > SWEEP_IQR_REL * abs(thr):
-        why.append(f"per-launch throughput: interquartile range {thr_spread:.1f}")
+    if lat_iqr > max(0.5, SWEEP_IQR_REL * abs(lf.value)):
+        why.append(f"per-launch latency slopes: interquartile range {lat_iqr:.2f} cycles")
+    if not np.isfinite(thr) or thr_iqr > SWEEP_IQR_REL * abs(thr):
+        why.append(f"per-launch throughput: interquartile range {thr_iqr:.1f}")
     for f in (lf, bf):
         if f.why_unstable.startswith("cycles not linear"):
             why.append(f.why_unstable)
@@ -1039,6 +1046,7 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
     cycles = {"warp_mean": lf.medians, "block": bf.medians, "start_skew": skew}
     if single is not None:
         cycles["single"] = single
+        cycles["single_spread"] = single_spread
     return SweepPoint(warps, p.ilp, lf.value, thr, lat_spread, thr_spread, bool(why),
                       "; ".join(dict.fromkeys(why)), cycles)
 

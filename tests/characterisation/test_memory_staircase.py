@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from pytest_gpuchar import memory
+from pytest_gpuchar import measure, memory
 from pytest_gpuchar.plugin import assert_result
 
 CAPACITY_ROWS = ["l1", "l2", "l2_near_far"]
@@ -90,7 +90,10 @@ def test_cache_capacity(arch, row, gpu, gpuchar, record, gpuchar_artifact):
         detail = (f"near L2 {near.latency:.0f} cycles up to {memory.human_bytes(near.hi_bytes)}"
                   f", far {far.latency:.0f} up to {memory.human_bytes(far.hi_bytes)} (SMs "
                   f"{sw.smids}); the far plateau may mix far and near hits")
-        r = record("memory.latency.l2_far", arch, far.latency, "cycles",
+        plateau = sw.latency[far.first:far.last + 1]
+        r = record("memory.latency.l2_far", arch, unit="cycles",
+                   fit=measure.Fit(far.latency, float(max(plateau) - min(plateau)), [], 0.0, 0.0,
+                                   False),
                    method="median latency of the staircase's second L2 plateau (between the "
                           "near-L2 knee and the device-memory knee), 1 thread on one SM",
                    detail=detail, data={**data, "tolerance": {"abs": 5, "rel": 0.1}})
