@@ -11,12 +11,14 @@ Probes (PTX built here and in throughput.py, SASS-verified, measured differentia
   trip counts = cycles per barrier of the whole block.
 - warp launch: blocks of W warps (W = 2, 4, 8, 16, 32), one per SM; each warp's first
   instruction after the parameter loads is a %clock64 read (verified: nothing but setup before
-  it). Per block: the last warp's start minus the first's; slope over W = cycles per
-  additional warp launched.
+  it). Per block: the last warp's start minus the first's; the figure is that skew at W = 32
+  divided by 31 (mean cost per additional warp over a full block, as the model uses it); the
+  slope over W is reported beside it (not linear on H200).
 - block launch: one-warp blocks made exclusive on their SM by their dynamic shared memory
   (more than half the SM's), B = 2, 4, 8 blocks per SM run one after the other; each records
   %clock64 at entry and exit. Per SM, busy span against B: slope = cycles per block; minus the
-  block's own body (median exit - entry) = the launch overhead between two blocks.
+  block's own body (median exit - entry) = the launch overhead between two blocks, cross-checked
+  against the median gap between consecutive blocks of one SM (exit clock to next entry).
 - issue cycle: cycles between two warp instructions of one scheduler at the fastest measured
   rate: schedulers per SM x 32 / max results per clock per SM (from the throughput rows);
   Many-BSP's issue_cycle.
@@ -155,6 +157,19 @@ def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list
     return span, count, bodies, overlap
 
 
+def block_gaps(rec: np.ndarray) -> list[int]:
+    """One-warp blocks serialised on their SM: for each SM, every gap between one block's exit
+    clock and the next block's entry clock (same SM, same clock)."""
+    by_sm: dict[int, list[tuple[int, int]]] = {}
+    for start, end, smid, _ in rec.astype(np.int64).tolist():
+        by_sm.setdefault(int(smid), []).append((start, end))
+    gaps = []
+    for blocks in by_sm.values():
+        blocks.sort()
+        gaps += [b[0] - a[1] for a, b in zip(blocks, blocks[1:])]
+    return gaps
+
+
 def block_fit(per_repeat: list[list[tuple[int, int]]], *, spread_abs: float = 5.0,
               spread_rel: float = 0.05) -> dict:
     """Cycles per serialised block: per repeat, the least-squares slope of every SM's busy span
@@ -179,10 +194,12 @@ def block_fit(per_repeat: list[list[tuple[int, int]]], *, spread_abs: float = 5.
     why = ""
     if spread > max(spread_abs, spread_rel * abs(value)):
         why = f"per-repeat slopes spread {spread:.1f} cycles/block"
-    elif residual > max(20.0, 0.05 * max(medians.values())):
-        why = f"spans not linear in blocks per SM (residual {residual:.0f} cycles)"
+    # The median span per block count is not linear on H200 (an SM handed 7 blocks waited
+    # for the grid-wide dispatcher longer than one handed 5): reported, and the slope is
+    # cross-checked against the directly measured gaps between blocks (run_block_launch)
+    # instead of being judged by it.
     return {"value": value, "spread": spread, "slopes": slopes, "medians": medians,
-            "unstable": bool(why), "why": why}
+            "residual": residual, "unstable": bool(why), "why": why}
 
 
 def slope(xs: list[float], ys: list[float]) -> tuple[float, float]:
@@ -251,11 +268,33 @@ def run_warp_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Launc
     measure._wait("launch/warp", watchdog_s)
     skew = {w: [float(statistics.median(warp_start_skew(recs[w][r].get(), w)))
                 for r in range(1, repeats + 1)] for w in WARPS}
-    # differential: slope of the first-to-last warp skew against the warps launched
-    f = measure.fit(skew, {w: w - 1 for w in WARPS}, spread_abs=1.0, spread_rel=0.1)
-    return Launched(f.value, f.spread, f.unstable, f.why_unstable,
-                    {"skew_cycles": {w: f.medians[w] for w in WARPS}, "setup": before,
-                     "intercept": round(f.intercept, 2)})
+    return warp_launch_figure(skew, before)
+
+
+WARP_SPREAD = (0.5, 0.10)     # cycles, share: per-launch spread above both is unstable
+
+
+def warp_launch_figure(skew: dict[int, list[float]], setup=()) -> Launched:
+    """Many-BSP's warp_lnch_ovh enters its model as w x warp_lnch_ovh: the mean cost per
+    additional warp over a full block, i.e. the first-to-last warp entry skew of the largest
+    block divided by its warps - 1 (itself a difference of two clock reads of one SM, whose
+    fixed costs cancel). The slope over block sizes is reported too: on H200 the skew is not
+    linear (2 warps 15 cycles, 4..32 warps 50-64 cycles: warps start in parallel groups, not
+    one after another), so the slope is not the figure."""
+    from . import measure
+    wmax = max(skew)
+    per = [s / (wmax - 1) for s in skew[wmax]]
+    value = float(statistics.median(per))
+    spread = max(per) - min(per)
+    why = ""
+    if spread > max(WARP_SPREAD[0], WARP_SPREAD[1] * abs(value)):
+        why = f"per-launch figures spread {spread:.2f} cycles/warp"
+    f = measure.fit(skew, {w: w - 1 for w in skew}, spread_abs=1.0, spread_rel=0.1)
+    return Launched(value, spread, bool(why), why,
+                    {"skew_cycles": {w: f.medians[w] for w in sorted(skew)},
+                     "skew_block_warps": wmax, "slope_cycles_per_warp": round(f.value, 3),
+                     "slope_linear": not f.unstable, "slope_note": f.why_unstable,
+                     "setup": list(setup)})
 
 
 def run_block_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Launched:
@@ -275,27 +314,57 @@ def run_block_launch(dev, *, repeats: int = 5, watchdog_s: float = 20.0) -> Laun
     measure._wait("launch/block", watchdog_s)
     per_repeat: list[list[tuple[int, int]]] = []
     bodies: list[int] = []
+    gaps: list[int] = []
     overlapped = False
     per_sm_counts: set[int] = set()
     for r in range(1, repeats + 1):
         pairs = []
         for b in BLOCKS_PER_SM:
-            span, count, body, ov = serial_blocks(recs[b][r].get())
+            host = recs[b][r].get()
+            span, count, body, ov = serial_blocks(host)
             overlapped |= ov
             bodies += body
+            gaps += block_gaps(host)
             per_sm_counts |= set(count.values())
             pairs += [(count[s], span[s]) for s in span]
         per_repeat.append(pairs)
     fit = block_fit(per_repeat)
     body = float(statistics.median(bodies))
+    value = fit["value"] - body
+    verdict = judge_block(value, gaps)
     data = {"cycles_per_block": round(fit["value"], 2), "block_body_cycles": body,
-            "median_span_by_blocks": fit["medians"], "dynamic_shared_bytes": smem,
+            "median_span_by_blocks": fit["medians"],
+            "linear_fit_residual": round(fit.get("residual", 0.0), 1),
+            "dynamic_shared_bytes": smem,
             "blocks_per_sm_seen": sorted(per_sm_counts), "setup": before,
-            "per_repeat_slopes": [round(x, 2) for x in fit["slopes"]]}
+            "per_repeat_slopes": [round(x, 2) for x in fit["slopes"]], **verdict["data"]}
     if overlapped:
         return Launched(float("nan"), 0.0, True,
                         "blocks of one SM overlapped in time: not serialised, no figure", data)
-    return Launched(fit["value"] - body, fit["spread"], fit["unstable"], fit["why"], data)
+    why = "; ".join(w for w in (fit["why"], verdict["why"]) if w)
+    return Launched(value, fit["spread"], bool(why), why, data)
+
+
+GAP_AGREEMENT = 0.15
+
+
+def judge_block(value: float, gaps: list[int]) -> dict:
+    """Cross-check of the block launch overhead (slope per block minus the block's body)
+    against the gaps measured directly between consecutive blocks of one SM (exit clock to
+    next entry clock): the gaps' median must agree within GAP_AGREEMENT, else the figure is
+    unstable with both estimates in the reason."""
+    if not gaps:
+        return {"why": "no two blocks ran on one SM: no gap to check against",
+                "data": {"gap_count": 0}}
+    g = np.asarray(gaps, float)
+    med = float(np.median(g))
+    q1, q3 = (float(x) for x in np.quantile(g, [0.25, 0.75]))
+    why = ""
+    if abs(med - value) > GAP_AGREEMENT * max(abs(value), 1.0):
+        why = (f"slope-minus-body {value:.0f} cycles and the median gap between blocks "
+               f"{med:.0f} cycles disagree by more than {GAP_AGREEMENT:.0%}")
+    return {"why": why, "data": {"gap_median_cycles": med, "gap_quartiles": [q1, q3],
+                                 "gap_count": len(gaps)}}
 
 
 # --- export of the model parameters ----------------------------------------------------

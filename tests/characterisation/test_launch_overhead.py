@@ -15,11 +15,14 @@ ROWS = ["warp", "block", "issue_cycle"]
 ENTRY = {"warp": launch.WARP_ENTRY, "block": launch.BLOCK_ENTRY}
 METHOD = {
     "warp": "blocks of {w} warps, one per SM, %clock64 at each warp's entry; per block the last "
-            "warp's entry minus the first's; slope over warps launched (median of {reps} launches)",
+            "warp's entry minus the first's (median over blocks); the figure is that skew for "
+            "the largest block divided by its warps - 1 (median of {reps} launches); the slope "
+            "over block sizes is in the data",
     "block": "one-warp blocks made exclusive on their SM by dynamic shared memory (> half the "
              "SM's), grids of {b} x SMs blocks run in turn; every SM's busy span against the "
              "number of blocks it actually ran, least-squares slope per launch set, median of "
-             "{reps}, minus the block's own entry-to-exit cycles",
+             "{reps}, minus the block's own entry-to-exit cycles; cross-checked against the "
+             "median gap between consecutive blocks of one SM (exit to next entry, within 15%)",
     "issue_cycle": "cycles between two warp instructions of one scheduler at the fastest "
                    "measured rate: 4 schedulers x 32 lanes / max results/clk/SM of the "
                    "single-result throughput rows measured in this session (FFMA at least)",

@@ -231,7 +231,7 @@ def test_hopper_wgmma(arch, row, gpu, gpuchar, record, sass_snapshot, gpuchar_ar
                      "skipped": {f"{n}@{w}": why for (n, w), why in s.skipped.items()
                                  if n.startswith(f"wgmma/{row.name}/")}}),
         record(f"tensor.wgmma.{row.name}.achieved_peak", arch, unit="ratio",
-               value=best.throughput / row.peak,
+               fit=_fit(best.throughput / row.peak, best.thr_spread / row.peak, False, ""),
                method=f"throughput / documented dense peak {row.peak} FLOP/clk/SM "
                f"({tensor.HOPPER_PEAK_SOURCE})",
                data={"tolerance": {"abs": 0.08 if row.n >= 256 else 0.03}}),
