@@ -1065,6 +1065,24 @@ def convergence(points: dict[tuple[int, int], SweepPoint], warps: int,
     return None
 
 
+def convergence_candidates(points: dict[tuple[int, int], SweepPoint], warps: int,
+                           frac: float = 0.95) -> list[SweepPoint]:
+    """The points at `warps` that could be the convergence point given their own launch
+    spreads: in ILP order, each whose throughput plus spread reaches the threshold, up to the
+    first whose throughput minus spread is surely above it."""
+    row = sorted((pt for (w, _), pt in points.items() if w == warps), key=lambda q: q.ilp)
+    if not row:
+        return []
+    limit = frac * max(pt.throughput for pt in row)
+    out = []
+    for pt in row:
+        if pt.throughput + pt.thr_spread >= limit:
+            out.append(pt)
+            if pt.throughput - pt.thr_spread >= limit:
+                break
+    return out or [convergence(points, warps, frac)]
+
+
 def peak(points: dict[tuple[int, int], SweepPoint], *,
          max_warps: int | None = None) -> SweepPoint | None:
     """The point of highest throughput among the stable ones (fit_point) with at most

@@ -12,6 +12,8 @@ from pytest_gpuchar.plugin import assert_result
 from _throughput import measured, snapshot_text, static_function
 
 ROWS = ["warp", "block", "issue_cycle"]
+# H200, nightly runs of 2026-11-23: warp 2.03 / 2.03 cycles per warp, block 366 / 364 cycles
+LAUNCH_TOL = {"warp": {"abs": 0.25, "rel": 0.1}, "block": {"abs": 5, "rel": 0.1}}
 ENTRY = {"warp": launch.WARP_ENTRY, "block": launch.BLOCK_ENTRY}
 METHOD = {
     "warp": "blocks of {w} warps, one per SM, %clock64 at each warp's entry; per block the last "
@@ -77,7 +79,7 @@ def test_launch_overhead(arch, row, gpu, gpuchar, record, sass_snapshot):
     fit = Fit(res.value, res.spread, [], 0.0, 0.0, res.unstable, res.why, {})
     r = record(f"throughput.launch.{row}", arch, fit=fit, unit="cycles", method=method,
                data={**{k: (str(v) if isinstance(v, dict) else v) for k, v in res.data.items()},
-                     "tolerance": {"abs": 2, "rel": 0.25}})
+                     "tolerance": LAUNCH_TOL[row]})
     assert snapshot_text(throughput.jit_sass(gpu)[1][ENTRY[row]]) == \
         sass_snapshot(f"jit-driver-{gpu.driver}")
     assert_result(r)

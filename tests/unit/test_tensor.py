@@ -170,6 +170,18 @@ def test_start_skew_that_changes_with_chain_length_makes_a_point_unstable():
     assert tensor.peak({(8, 2): pt}) is None
 
 
+def test_convergence_candidates_are_the_points_that_can_cross_the_threshold():
+    """H200 ldmatrix x2, 4 warps: ILP 3 (123.4 +- 9.0) sits at the 95% threshold of 128.7, so
+    the convergence point is ILP 3 or ILP 4 depending on the run."""
+    def pt(ilp, thr, sp, lat):
+        return tensor.SweepPoint(4, ilp, lat, thr, 0.5, sp, False)
+    pts = {(4, i): pt(i, t, sp, lat) for i, t, sp, lat in
+           [(1, 40.96, 1.65, 25.0), (2, 81.95, 1.64, 25.0), (3, 123.41, 9.04, 25.08),
+            (4, 128.72, 2.79, 31.78), (5, 127.43, 3.71, 40.0), (6, 128.02, 3.58, 48.0)]}
+    assert [p.ilp for p in tensor.convergence_candidates(pts, 4)] == [3, 4]
+    assert tensor.convergence(pts, 4).ilp == 3
+
+
 def test_one_odd_launch_does_not_make_a_point_unstable():
     """Spreads are interquartile ranges of the per-launch slopes: one launch of 15 in another
     scheduling mode is tolerated (the median is unaffected), a bimodal batch is not."""
