@@ -164,6 +164,31 @@ def _step_lines(flavour: Flavour, reg: str) -> list[str]:
     return flavour.ptx_op.format(p=reg).split("\n")
 
 
+
+def _smem_fill(first: str, empty_test: str, step: str) -> list[str]:
+    """PTX: copy `%nw` words from global `%init` into `gpuchar_smem`, each word plus the
+    buffer's base (relative offsets become shared addresses), thread-strided from `first` by
+    `step`, then a barrier."""
+    return [
+        "mov.u32 %base, gpuchar_smem;",
+        f"mov.u32 %j, {first};",
+        empty_test,
+        "@%more bra $COPIED;",
+        "$COPY:",
+        "mul.wide.u32 %a64, %j, 4;",
+        "add.u64 %a64, %a64, %init;",
+        "ld.global.u32 %v, [%a64];",
+        "add.u32 %v, %v, %base;",
+        "shl.b32 %i, %j, 2;",
+        "add.u32 %i, %i, %base;",
+        "st.shared.u32 [%i], %v;",
+        f"add.u32 %j, %j, {step};",
+        "setp.lt.u32 %more, %j, %nw;",
+        "@%more bra $COPY;",
+        "$COPIED:",
+        "bar.sync 0;",
+    ]
+
 def chase_kernel(entry: str, flavour: Flavour, *, n: int | None) -> str:
     """One single-thread chase kernel.
 
@@ -193,23 +218,7 @@ def chase_kernel(entry: str, flavour: Flavour, *, n: int | None) -> str:
     ]
     if flavour.space == "shared":
         lines += [
-            "mov.u32 %base, gpuchar_smem;",
-            "mov.u32 %j, 0;",
-            "setp.eq.u32 %more, %nw, 0;",
-            "@%more bra $COPIED;",
-            "$COPY:",
-            "mul.wide.u32 %a64, %j, 4;",
-            "add.u64 %a64, %a64, %init;",
-            "ld.global.u32 %v, [%a64];",
-            "add.u32 %v, %v, %base;",
-            "shl.b32 %i, %j, 2;",
-            "add.u32 %i, %i, %base;",
-            "st.shared.u32 [%i], %v;",
-            "add.u32 %j, %j, 1;",
-            "setp.lt.u32 %more, %j, %nw;",
-            "@%more bra $COPY;",
-            "$COPIED:",
-            "bar.sync 0;",
+            *_smem_fill("0", "setp.eq.u32 %more, %nw, 0;", "1"),
             "cvt.u32.u64 %p32, %p64;",
             "add.u32 %p32, %p32, %base;",
         ]
@@ -288,23 +297,7 @@ def bank_kernel(entry: str, width: int, n: int) -> str:
         "mul.wide.u32 %a64, %tx, 24;",
         "add.u64 %out, %out, %a64;",
         "ld.global.u64 %p64, [%state];",
-        "mov.u32 %base, gpuchar_smem;",
-        "mov.u32 %j, %tx;",
-        "setp.ge.u32 %more, %j, %nw;",
-        "@%more bra $COPIED;",
-        "$COPY:",
-        "mul.wide.u32 %a64, %j, 4;",
-        "add.u64 %a64, %a64, %init;",
-        "ld.global.u32 %v, [%a64];",
-        "add.u32 %v, %v, %base;",
-        "shl.b32 %i, %j, 2;",
-        "add.u32 %i, %i, %base;",
-        "st.shared.u32 [%i], %v;",
-        "add.u32 %j, %j, %ntx;",
-        "setp.lt.u32 %more, %j, %nw;",
-        "@%more bra $COPY;",
-        "$COPIED:",
-        "bar.sync 0;",
+        *_smem_fill("%tx", "setp.ge.u32 %more, %j, %nw;", "%ntx"),
         "cvt.u32.u64 %p32, %p64;",
         "add.u32 %p32, %p32, %base;",
         "mov.u32 %acc, %tx;",

@@ -20,6 +20,18 @@ def snapshot_text(func) -> str:
     return sass.normalise(func)
 
 
+def check_static(arch: str, row, sass_snapshot) -> None:
+    """A throughput row's offline check: supported on `arch` (else skip with the reason), its
+    loop verified in ptxas's SASS, and the SASS equal to this compiler's snapshot."""
+    why = throughput.supported(row, arch)
+    if why:
+        pytest.skip(f"static: {why}")
+    p = throughput.probe(row, arch)
+    tool, func = static_function(arch, p.entry)
+    throughput.verify_loop(p, func)
+    assert snapshot_text(func) == sass_snapshot(toolchain.compiler_tag(tool))
+
+
 def measured(gpuchar, row, arch: str) -> throughput.Measured:
     """The row's whole-GPU throughput, measured once per session (ratios reuse it)."""
     key = ("throughput", row.name, arch)

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar import throughput, toolchain
+from pytest_gpuchar import throughput
 from pytest_gpuchar.plugin import assert_result
 
-from _throughput import measured, snapshot_text, static_function
+from _throughput import check_static, measured, snapshot_text
 
 ROWS = [pytest.param(r, id=r.name) for r in throughput.FMA_ROWS]
 FFMA = throughput.ROWS["ffma"]
@@ -24,13 +24,7 @@ FFMA = throughput.ROWS["ffma"]
 @pytest.mark.static
 @pytest.mark.parametrize("row", ROWS)
 def test_fma_throughput_sass(arch, row, offline_tools, sass_snapshot):
-    why = throughput.supported(row, arch)
-    if why:
-        pytest.skip(f"static: {why}")
-    p = throughput.probe(row, arch)
-    tool, func = static_function(arch, p.entry)
-    throughput.verify_loop(p, func)
-    assert snapshot_text(func) == sass_snapshot(toolchain.compiler_tag(tool))
+    check_static(arch, row, sass_snapshot)
 
 
 @pytest.mark.hardware

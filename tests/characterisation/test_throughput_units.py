@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar import throughput, toolchain
+from pytest_gpuchar import throughput
 from pytest_gpuchar.plugin import assert_result
 
-from _throughput import measured, snapshot_text, static_function
+from _throughput import check_static, measured, snapshot_text
 
 ROWS = [pytest.param(r, id=r.name) for r in throughput.UNIT_ROWS]
 
@@ -22,13 +22,7 @@ ROWS = [pytest.param(r, id=r.name) for r in throughput.UNIT_ROWS]
 @pytest.mark.static
 @pytest.mark.parametrize("row", ROWS)
 def test_unit_throughput_sass(arch, row, offline_tools, sass_snapshot):
-    why = throughput.supported(row, arch)
-    if why:
-        pytest.skip(f"static: {why}")
-    p = throughput.probe(row, arch)
-    tool, func = static_function(arch, p.entry)
-    throughput.verify_loop(p, func)
-    assert snapshot_text(func) == sass_snapshot(toolchain.compiler_tag(tool))
+    check_static(arch, row, sass_snapshot)
 
 
 @pytest.mark.hardware
