@@ -236,6 +236,7 @@ def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no
 
 
 def test_benchmarks_are_disabled_under_xdist(pytester, no_gpu):
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
     result = pytester.runpytest_subprocess("-n", "1", "--gpu-arch=sm_80", "-p", "no:cacheprovider")
     assert result.ret == 0
