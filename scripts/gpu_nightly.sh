@@ -5,8 +5,8 @@
 #     committed snapshots and expectations);
 #     GPUCHAR_NIGHTLY_ACCEPT=1: run 1 records the driver's SASS (--snapshot-update) - the first
 #     run of a new suite or driver, after review;
-#     GPUCHAR_NIGHTLY_REGEN=<key prefix>: between the runs, write run 1's measured values of the
-#     keys under that prefix into the GPU's per-device expectations (not the peak fractions
+#     GPUCHAR_NIGHTLY_REGEN=<key prefix>[,<prefix>...]: between the runs, write run 1's measured
+#     values of the keys under those prefixes into the GPU's per-device expectations (not the peak fractions
 #     nor wgmma's achieved/peak: those are the spec's bars, never regenerated);
 #     GPUCHAR_NIGHTLY_REGEN_ARCH=1: into the arch's values instead (SM-internal figures);
 #  3. nightly run 2, compared with run 1 as the previous run (no change expected);
@@ -33,7 +33,8 @@ if [ -n "${GPUCHAR_NIGHTLY_REGEN:-}" ] && [ -n "$arch" ]; then
   keys=$(python3 - "$OUT/n1/report/gpuchar-results.json" "$GPUCHAR_NIGHTLY_REGEN" <<'PY'
 import json, sys
 res = json.load(open(sys.argv[1]))["results"]
-print(" ".join(sorted({f"--key={r['key']}" for r in res if r["key"].startswith(sys.argv[2])
+prefixes = tuple(x for x in sys.argv[2].split(",") if x)
+print(" ".join(sorted({f"--key={r['key']}" for r in res if r["key"].startswith(prefixes)
                        and ".peak_fraction." not in r["key"] and not r["key"].endswith(".achieved_peak")
                        and r.get("value") is not None})))
 PY
