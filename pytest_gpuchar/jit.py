@@ -89,15 +89,50 @@ def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
 
 
 _CACHE: dict[tuple[str, str], Compiled] = {}
+_PENDING: dict[tuple[str, str], object] = {}     # key -> Future of link(), see prefetch
+_POOL = None
+
+
+def _key(ptx: str, driver: str) -> tuple[str, str]:
+    return hashlib.sha256(ptx.encode()).hexdigest(), driver
+
+
+def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int,
+             workers: int = 4) -> None:
+    """Start the driver JIT of these (PTX, name) modules in background threads, so that the
+    links of the topics' modules (seconds each, CPU-bound in the driver, the GIL released)
+    overlap each other and the tests that run meanwhile. compile_probe takes the cubin from
+    here when it is asked for that module; a link that failed in the background is simply
+    linked again in the caller's thread, which then reports the error itself."""
+    global _POOL
+    from concurrent.futures import ThreadPoolExecutor
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpuchar-jit")
+
+    def work(ptx: str, name: str):
+        from cupy.cuda import runtime
+        runtime.setDevice(device_index)     # this thread's current context: the device's
+        return link(ptx, name)
+
+    for ptx, name in modules:
+        key = _key(ptx, driver)
+        if key not in _CACHE and key not in _PENDING:
+            _PENDING[key] = _POOL.submit(work, ptx, name)
 
 
 def compile_probe(ptx: str, driver: str, name: str = "probe.ptx") -> Compiled:
     """JIT + load, cached by (PTX hash, driver version)."""
-    key = (hashlib.sha256(ptx.encode()).hexdigest(), driver)
+    key = _key(ptx, driver)
     if key in _CACHE:
         return _CACHE[key]
     from cupy.cuda import function
-    cubin, info = link(ptx, name)
+    pending = _PENDING.pop(key, None)
+    try:
+        cubin, info = pending.result() if pending is not None else link(ptx, name)
+    except Exception:               # noqa: BLE001 - relinked here: the error names itself
+        if pending is None:
+            raise
+        cubin, info = link(ptx, name)
     mod = function.Module()
     mod.load(cubin)
     out = Compiled(cubin, info, mod, driver)

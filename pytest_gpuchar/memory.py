@@ -882,6 +882,32 @@ def knees(footprints: list[int], latency: list[float], **kw) -> list[Knee]:
             for a, b in zip(ps, ps[1:]) if b.latency > a.latency]
 
 
+SWEEP_STEP = 2 ** (1 / 3)      # footprints: 3 points per doubling
+
+
+def last_level_knee(footprints: list[int], latency: list[float], *, rel: float = 0.08,
+                    abs_tol: float = 4.0) -> Knee | None:
+    """The last cache level's capacity: the device-memory plateau is the last one found;
+    walking down from the largest footprint, every point within its band (as `plateaus`
+    groups points) is a device-memory point; the first of them is `hi`, the point before it
+    `lo`. Points between the caches and device memory that happen to form a plateau of their
+    own (H100: 50.8 MiB at 571 and 64 MiB at 653 cycles, then device memory at ~680) can then
+    not be taken for the last level, as `knees(...)[-1]` would."""
+    ps = plateaus(footprints, latency, rel=rel, abs_tol=abs_tol)
+    if len(ps) < 2:
+        return None
+    dram = ps[-1].latency
+    band = max(rel * dram, abs_tol)
+    first = len(latency)
+    while first > 0 and abs(latency[first - 1] - dram) <= band:
+        first -= 1
+    if first == 0 or first == len(latency):
+        return None
+    below = [q for q in ps if q.last < first]
+    return Knee(footprints[first - 1], footprints[first],
+                below[-1].latency if below else float(latency[first - 1]), dram)
+
+
 def fill_granularity(strides: list[int], latency: list[float], *, frac: float = 0.9) -> int | None:
     """Bytes fetched per miss, from a forward walk at each stride: below the fill size a miss
     serves stride/fill of the accesses, so the mean latency grows with the stride until it

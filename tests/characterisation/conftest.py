@@ -38,4 +38,38 @@ def _compile_batches(request):
     dev = gpuchar.device
     if dev and dev.arch == arch and ("jit", arch) not in _BATCHED and not measure.wedged():
         _BATCHED.add(("jit", arch))
+        _prefetch_topics(request.session, dev)
         measure.jit_batch(catalog.suite_probes(arch), dev)
+
+
+def _prefetch_topics(session, dev) -> None:
+    """Start the driver JIT of the topic modules the selected hardware tests will need, in
+    background threads, while the instruction tables' batch links in this one (on an H100 the
+    tensor and table links took ~20 s each, one after the other)."""
+    from pytest_gpuchar import jit, memory, numerics, tensor, throughput
+    files = {item.path.name for item in session.items
+             if item.get_closest_marker("hardware") is not None}
+    arch = dev.arch
+    wanted = [
+        ("test_tensor_hw.py" in files, "gpuchar_tensor.ptx",
+         lambda: tensor.module(arch, tensor.hardware_probes(arch))),
+        ("test_tensor_hw.py" in files and tensor.wgmma_hardware(arch), "gpuchar_wgmma.ptx",
+         lambda: tensor.module(arch, tensor.wgmma_hardware(arch))),
+        (bool(files & {"test_throughput_fma.py", "test_throughput_units.py",
+                       "test_launch_barrier.py", "test_launch_overhead.py"}),
+         "gpuchar_throughput.ptx", lambda: throughput.topic_module(arch)),
+        (any(f.startswith("test_memory_") for f in files), "gpuchar_memory.ptx",
+         lambda: memory.module_text(arch)),
+        (any(f.startswith("test_numerics_") for f in files), "gpuchar_numerics.ptx",
+         lambda: numerics.module_ptx(arch)[0]),
+    ]
+    mods = []
+    for needed, name, build in wanted:
+        if not needed:
+            continue
+        try:
+            mods.append((build(), name))
+        except Exception:       # noqa: BLE001 - the topic's own tests build it and report
+            continue
+    if mods:
+        jit.prefetch(mods, dev.driver, dev.index)

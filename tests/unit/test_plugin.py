@@ -259,3 +259,44 @@ def test_terminal_summary_shows_moved_results(pytester, no_gpu):
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*failed, unstable or moved*0 + 1 of 46 measured*",
                                  "*latency.k*11.80*+1.80*pass (moved)*"])
+
+
+def test_jit_prefetch_links_in_the_background_and_relinks_failures(monkeypatch):
+    """jit.prefetch links modules in worker threads; compile_probe takes the cubin from there
+    (one link per module), and a background failure is linked again in the caller's thread,
+    which then raises its own error."""
+    import sys
+    import threading
+    import types
+    from pytest_gpuchar import jit
+    fake = types.ModuleType("cupy")
+    cuda = types.ModuleType("cupy.cuda")
+    runtime = types.SimpleNamespace(setDevice=lambda i: None)
+
+    class Module:
+        def load(self, cubin):
+            self.cubin = cubin
+    cuda.runtime = runtime
+    cuda.function = types.SimpleNamespace(Module=Module)
+    fake.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setattr(jit, "_CACHE", {})
+    monkeypatch.setattr(jit, "_PENDING", {})
+    calls = []
+
+    def link(ptx, name="probe.ptx"):
+        calls.append((ptx, threading.current_thread().name))
+        if "bad" in ptx:
+            raise jit.JITError(f"cuLinkComplete({name}) failed")
+        return ptx.encode(), "info"
+    monkeypatch.setattr(jit, "link", link)
+    jit.prefetch([("good", "a.ptx"), ("bad", "b.ptx")], "580", 0)
+    c = jit.compile_probe("good", "580", "a.ptx")
+    assert c.cubin == b"good" and c.module.cubin == b"good"
+    assert [t for p, t in calls if p == "good"] and all(
+        t.startswith("gpuchar-jit") for p, t in calls if p == "good")
+    assert jit.compile_probe("good", "580") is c and len([p for p, _ in calls if p == "good"]) == 1
+    with pytest.raises(jit.JITError, match=r"b\.ptx"):
+        jit.compile_probe("bad", "580", "b.ptx")
+    assert [t for p, t in calls if p == "bad"][-1] == threading.current_thread().name
