@@ -1093,6 +1093,18 @@ def peak(points: dict[tuple[int, int], SweepPoint], *,
     return max(pts, key=lambda p: p.throughput) if pts else None
 
 
+def higher_unstable(points: dict[tuple[int, int], SweepPoint], best: SweepPoint, *,
+                    max_warps: int | None = None, margin: float = 0.05) -> SweepPoint | None:
+    """An unstable point (launch spread, not the start-skew bias, which is known to be wrong)
+    whose throughput is more than `margin` above the best stable one: then the stable best is
+    not the peak, and the peak is reported unstable rather than low (H100: the 4-warp ILP 4-6
+    points of bf16 m16n8k16 were all unstable in one run, the best stable point 25% lower)."""
+    worse = [p for (w, _), p in points.items() if (max_warps is None or w <= max_warps)
+             and p.unstable and "start skew" not in p.why and np.isfinite(p.throughput)
+             and p.throughput > best.throughput * (1 + margin)]
+    return max(worse, key=lambda p: p.throughput) if worse else None
+
+
 # --- plots ----------------------------------------------------------------------------------
 
 def heatmap(points: dict[tuple[int, int], SweepPoint], title: str, unit: str):

@@ -117,9 +117,12 @@ def _sweep_row(gpuchar, record, sass_snapshot, gpuchar_artifact, arch, kind, r, 
                               fit=_fit(float("nan"), 0.0, True, "no stable sweep point (see "
                                        "the points' reasons in the sweep JSON)"), method=method))
             continue
+        over = tensor.higher_unstable(pts, top, max_warps=max_w)
+        why = (f"a higher point was unstable: {over.throughput:.1f} at {over.warps} warps, ILP "
+               f"{over.ilp} ({over.why})") if over else ""
         out.append(record(
             f"{prefix}.{suffix}", arch, unit=unit, fit=_fit(top.throughput, top.thr_spread,
-                                                            False, ""),
+                                                            bool(over), why),
             method=f"best throughput over the sweep points with {'<= 4' if max_w else 'any'} "
             f"warps that are stable (per-launch IQR within 5%, start skew independent of n) "
             f"({top.warps} warps, ILP "

@@ -210,3 +210,17 @@ def test_never_executed_filler():
     assert tensor.never_executed(parse_instr(0, "@!UPT UIADD3 URZ, URZ, URZ, URZ"))
     assert tensor.never_executed(parse_instr(0, "NOP"))
     assert not tensor.never_executed(parse_instr(0, "HMMA.16816.F32 R4, R8, R12, R4"))
+
+
+def test_a_higher_unstable_point_makes_the_peak_unstable_not_low():
+    def pt(w, ilp, thr, unstable=False, why=""):
+        return tensor.SweepPoint(w, ilp, 24.0, thr, 0.1, 1.0, unstable, why)
+    pts = {(4, 3): pt(4, 3, 1024.0), (4, 4): pt(4, 4, 1413.0, True, "per-launch throughput: "
+                                                   "interquartile range 90"),
+           (8, 2): pt(8, 2, 1677.0, True, "the warps' start skew changes with chain length")}
+    best = tensor.peak(pts)
+    assert best.throughput == 1024.0
+    over = tensor.higher_unstable(pts, best)
+    assert over.ilp == 4 and over.warps == 4             # the skew-biased 8-warp point is not
+    pts[(4, 4)] = pt(4, 4, 1060.0, True, "per-launch throughput: interquartile range 90")
+    assert tensor.higher_unstable(pts, best) is None     # within 5%: the stable best stands
