@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import hashlib
+import os
 from dataclasses import dataclass
 
 CU_JIT_INFO_LOG_BUFFER = 3
@@ -106,8 +107,8 @@ def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int,
     linked again in the caller's thread, which then reports the error itself."""
     global _POOL
     from concurrent.futures import ThreadPoolExecutor
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="gpuchar-jit")
+    if _POOL is None or _POOL._max_workers < workers:
+        _POOL = ThreadPoolExecutor(max_workers=max(workers, 8), thread_name_prefix="gpuchar-jit")
 
     def work(ptx: str, name: str):
         from cupy.cuda import runtime
@@ -118,6 +119,34 @@ def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int,
         key = _key(ptx, driver)
         if key not in _CACHE and key not in _PENDING:
             _PENDING[key] = _POOL.submit(work, ptx, name)
+
+
+def chunk_count() -> int:
+    """How many parts a large batch of kernels is split into, so that the parts compile in
+    parallel (ptxas processes offline, driver JIT links in threads: on an H100 host the
+    instruction tables linked in 12.4 s whole and 2.0 s as 8 parts in threads, ptxas +
+    nvdisasm took 15.2 s whole and 3.9 s as 8 parallel parts). One per two cores, at most 8:
+    CI's 2 cores keep one part (each arch's batch already runs in parallel there)."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def chunks(items: list, n: int | None = None) -> list[list]:
+    """`items` dealt round-robin into n non-empty parts (deterministic for a given n)."""
+    n = max(1, min(n or chunk_count(), len(items)))
+    return [items[i::n] for i in range(n)]
+
+
+def compile_all(modules: list[tuple[str, str]], driver: str, device_index: int) -> list:
+    """compile_probe for every (PTX, name), the links run in parallel threads; returns, in
+    order, a Compiled or the exception that module's link raised (in this thread)."""
+    prefetch(modules, driver, device_index, workers=max(4, len(modules)))
+    out = []
+    for ptx, name in modules:
+        try:
+            out.append(compile_probe(ptx, driver, name))
+        except Exception as e:      # noqa: BLE001 - returned: the caller decides
+            out.append(e)
+    return out
 
 
 def compile_probe(ptx: str, driver: str, name: str = "probe.ptx") -> Compiled:

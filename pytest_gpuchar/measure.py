@@ -117,14 +117,29 @@ def jit_batch(batch: list[probes.Probe], dev: DeviceInfo) -> None:
     todo = [p for p in batch if (p.digest, dev.driver) not in _JIT_BATCH]
     if not todo:
         return
-    try:
-        compiled = jit.compile_probe(probes.batch_module(dev.arch, todo), dev.driver,
-                                     "gpuchar_batch.ptx")
-        functions = probes.functions_of(compiled.cubin, dev.arch)
-    except (jit.JITError, toolchain.AssemblyError):
-        return
-    for p in todo:
-        _JIT_BATCH[(p.digest, dev.driver)] = (compiled, functions)
+    for part, compiled in zip(*batch_modules(dev, todo)):
+        if isinstance(compiled, Exception):
+            continue        # JIT rejected this part: its probes are compiled alone later
+        try:
+            functions = probes.functions_of(compiled.cubin, dev.arch)
+        except toolchain.AssemblyError:
+            continue
+        for p in part:
+            _JIT_BATCH[(p.digest, dev.driver)] = (compiled, functions)
+
+
+def batch_texts(arch: str, todo: list[probes.Probe]) -> list[tuple[list[probes.Probe], str]]:
+    """The batch in parts (jit.chunks), each part's module text: the same texts wherever the
+    batch is prefetched or linked, so a prefetched link is found again."""
+    return [(part, probes.batch_module(arch, part)) for part in jit.chunks(todo)]
+
+
+def batch_modules(dev: DeviceInfo, todo: list[probes.Probe]):
+    """(parts, Compiled-or-exception per part), the parts linked in parallel threads."""
+    parts = batch_texts(dev.arch, todo)
+    compiled = jit.compile_all([(t, f"gpuchar_batch{i}.ptx") for i, (_, t) in enumerate(parts)],
+                               dev.driver, dev.index)
+    return [p for p, _ in parts], compiled
 
 
 def verify_jit(probe: probes.Probe, dev: DeviceInfo):

@@ -228,14 +228,25 @@ def batch(arch: str, batch: list[Probe]) -> None:
     """Assemble many probes of one arch in a single ptxas + nvdisasm run and remember their
     SASS for build_static. If the batch fails to assemble, nothing is remembered and each
     probe is assembled alone later (so one bad probe names itself)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from . import jit
     tool = toolchain.find("ptxas", arch)
     todo = [p for p in batch if (arch, tool.version, p.digest) not in _BATCH_FUNCS]
     if not todo:
         return
-    try:
-        functions = functions_of(toolchain.assemble(batch_module(arch, todo), arch), arch)
-    except toolchain.AssemblyError:
-        return
-    for p in todo:
-        _BATCH_FUNCS[(arch, tool.version, p.digest)] = {
-            e: functions[e] for e in p.entries.values() if e in functions}
+    parts = jit.chunks(todo)
+
+    def build(part):
+        try:
+            return functions_of(toolchain.assemble(batch_module(arch, part), arch), arch)
+        except toolchain.AssemblyError:
+            return None     # this part's probes are assembled alone later
+    # one ptxas + nvdisasm process per part, in parallel (jit.chunk_count)
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
+        built = list(pool.map(build, parts))
+    for part, functions in zip(parts, built):
+        if functions is None:
+            continue
+        for p in part:
+            _BATCH_FUNCS[(arch, tool.version, p.digest)] = {
+                e: functions[e] for e in p.entries.values() if e in functions}

@@ -58,3 +58,34 @@ def test_batch_gives_the_same_sass_as_assembling_alone():
     batched = probes.build_static(probes.latency_probe(row, "sm_80"))
     assert batched.snapshot_text() == alone.snapshot_text()
     assert probes.build_static(p2).verdict.ok
+
+
+def test_batch_in_parallel_parts_gives_the_same_sass(monkeypatch):
+    """A batch split into parts (one ptxas + nvdisasm process each, in parallel) remembers
+    every probe with the SASS it has when assembled alone."""
+    try:
+        toolchain.find("ptxas", "sm_86")
+        toolchain.find("nvdisasm", "sm_86")
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    from pytest_gpuchar import jit
+    monkeypatch.setattr(jit, "chunk_count", lambda: 3)
+    rows = ["add.u32", "fma.rn.f32", "mul.lo.u32", "add.f32", "mad.lo.u32"]
+    ps = [probes.latency_probe(catalog.row(r), "sm_86") for r in rows]
+    monkeypatch.setattr(probes, "_BATCH_FUNCS", {})
+    probes.batch("sm_86", ps)
+    assert len(probes._BATCH_FUNCS) == len(ps)
+    alone = {p.name: functions for p in ps
+             for functions in [probes.functions_of(toolchain.assemble(p.ptx, "sm_86"), "sm_86")]}
+    for p in ps:
+        batched = probes.build_static(p)
+        assert batched.snapshot_text() == probes.Static(
+            p, batched.compiler, alone[p.name], *probes.check(p, alone[p.name])).snapshot_text()
+
+
+def test_chunks_deal_round_robin_and_never_empty():
+    from pytest_gpuchar import jit
+    assert jit.chunks(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert jit.chunks([1, 2], 8) == [[1], [2]]
+    assert jit.chunks([1, 2, 3], 1) == [[1, 2, 3]]
+    assert 1 <= jit.chunk_count() <= 8
