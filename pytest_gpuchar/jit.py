@@ -59,8 +59,11 @@ def _check(lib, res: int, what: str, log: str = "") -> None:
 def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
     """JIT `ptx` for the current context's device; returns (cubin, info log)."""
     from cupy.cuda import runtime
-    runtime.getDevice()  # make sure CuPy's context is current
-    runtime.free(runtime.malloc(1))
+    runtime.getDevice()
+    # make the device's primary context current in this thread without allocating: a
+    # 1-byte cudaMalloc here (from the background JIT threads too) shifted where the memory
+    # suite's buffers landed (H100: the L1 fill sweep's region moved to the far L2 partition)
+    runtime.free(0)
     lib = _libcuda()
     info = ctypes.create_string_buffer(LOG_BYTES)
     err = ctypes.create_string_buffer(LOG_BYTES)

@@ -18,6 +18,7 @@ from pytest_gpuchar.plugin import assert_result
 
 CAPACITY_ROWS = ["l1", "l2", "l2_near_far"]
 FILL_ROWS = ["l1"]
+FILL_MODEL_LIMIT = 0.15
 
 
 def _sweep(gpuchar):
@@ -129,7 +130,13 @@ def test_fill_granularity(arch, row, gpu, gpuchar, record):
     what = "L1 fills from the L2 (ld.global.ca over an L2-resident region)"
     assert fill is not None, f"no misses seen in the stride sweep ({what}): {sw.as_data()}"
     err = memory.fill_model_error(sw.footprints, sw.latency, fill)
-    r = record(f"memory.geometry.{row}_fill_bytes", arch, fill, "bytes",
+    # the curve must follow the fill model (hit + stride/fill x (miss - hit)); H200 and H100
+    # runs deviated 3-6%; an H100 run whose region sat partly in the far L2 partition (misses
+    # of 262 and 400 cycles) deviated 28% and read 128 B: not a fill size, so no number
+    why = (f"the stride sweep does not follow the fill model: deviation {err:.0%} of "
+           f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else ""
+    r = record(f"memory.geometry.{row}_fill_bytes", arch, unit="bytes",
+               fit=measure.Fit(float(fill), 0.0, [], 0.0, 0.0, bool(why), why),
                method=f"stride sweep {list(memory.STRIDES)} B, forward walk, slope over "
                       f"16/32/64 dependent loads; {what}; smallest stride reaching 90% of "
                       f"the all-miss latency",
@@ -137,5 +144,3 @@ def test_fill_granularity(arch, row, gpu, gpuchar, record):
                data={**sw.as_data(), "model_error": round(err, 3),
                      "tolerance": {"abs": 0, "rel": 0}})
     assert_result(r)
-    assert err < 0.3, (f"the stride sweep does not follow the fill model (hit + stride/fill x "
-                       f"(miss - hit)): deviation {err:.0%}; {sw.as_data()}")
