@@ -95,14 +95,14 @@ def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
 _CACHE: dict[tuple[str, str], Compiled] = {}
 _PENDING: dict[tuple[str, str], object] = {}     # key -> Future of link(), see prefetch
 _POOL = None
+POOL_THREADS = 16      # driver JIT links run in parallel (H100 host: 6 links 34 s in turn, 13 s)
 
 
 def _key(ptx: str, driver: str) -> tuple[str, str]:
     return hashlib.sha256(ptx.encode()).hexdigest(), driver
 
 
-def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int,
-             workers: int = 4) -> None:
+def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int) -> None:
     """Start the driver JIT of these (PTX, name) modules in background threads, so that the
     links of the topics' modules (seconds each, CPU-bound in the driver, the GIL released)
     overlap each other and the tests that run meanwhile. compile_probe takes the cubin from
@@ -110,8 +110,8 @@ def prefetch(modules: list[tuple[str, str]], driver: str, device_index: int,
     linked again in the caller's thread, which then reports the error itself."""
     global _POOL
     from concurrent.futures import ThreadPoolExecutor
-    if _POOL is None or _POOL._max_workers < workers:
-        _POOL = ThreadPoolExecutor(max_workers=max(workers, 8), thread_name_prefix="gpuchar-jit")
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="gpuchar-jit")
 
     def work(ptx: str, name: str):
         from cupy.cuda import runtime
@@ -142,7 +142,7 @@ def chunks(items: list, n: int | None = None) -> list[list]:
 def compile_all(modules: list[tuple[str, str]], driver: str, device_index: int) -> list:
     """compile_probe for every (PTX, name), the links run in parallel threads; returns, in
     order, a Compiled or the exception that module's link raised (in this thread)."""
-    prefetch(modules, driver, device_index, workers=max(4, len(modules)))
+    prefetch(modules, driver, device_index)
     out = []
     for ptx, name in modules:
         try:

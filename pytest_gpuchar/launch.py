@@ -141,15 +141,19 @@ def warp_start_skew(rec: np.ndarray, warps_per_block: int) -> list[int]:
     return [int(x) for x in (r[:, :, 0].max(axis=1) - r[:, :, 0].min(axis=1))]
 
 
-def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list[int], bool]:
-    """One-warp blocks: per SM busy span and block count, every block's body (end - start),
-    and whether blocks of one SM overlapped in time (then they were not serialised)."""
+def _blocks_by_sm(rec: np.ndarray) -> dict[int, list[tuple[int, int]]]:
+    """One-warp block records [start, end, smid, cta] -> per SM its (start, end), in order."""
     by_sm: dict[int, list[tuple[int, int]]] = {}
     for start, end, smid, _ in rec.astype(np.int64).tolist():
         by_sm.setdefault(int(smid), []).append((start, end))
+    return {sm: sorted(blocks) for sm, blocks in by_sm.items()}
+
+
+def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list[int], bool]:
+    """One-warp blocks: per SM busy span and block count, every block's body (end - start),
+    and whether blocks of one SM overlapped in time (then they were not serialised)."""
     span, count, bodies, overlap = {}, {}, [], False
-    for sm, blocks in by_sm.items():
-        blocks.sort()
+    for sm, blocks in _blocks_by_sm(rec).items():
         span[sm] = blocks[-1][1] - blocks[0][0]
         count[sm] = len(blocks)
         bodies += [e - s for s, e in blocks]
@@ -160,14 +164,8 @@ def serial_blocks(rec: np.ndarray) -> tuple[dict[int, int], dict[int, int], list
 def block_gaps(rec: np.ndarray) -> list[int]:
     """One-warp blocks serialised on their SM: for each SM, every gap between one block's exit
     clock and the next block's entry clock (same SM, same clock)."""
-    by_sm: dict[int, list[tuple[int, int]]] = {}
-    for start, end, smid, _ in rec.astype(np.int64).tolist():
-        by_sm.setdefault(int(smid), []).append((start, end))
-    gaps = []
-    for blocks in by_sm.values():
-        blocks.sort()
-        gaps += [b[0] - a[1] for a, b in zip(blocks, blocks[1:])]
-    return gaps
+    return [b[0] - a[1] for blocks in _blocks_by_sm(rec).values()
+            for a, b in zip(blocks, blocks[1:])]
 
 
 def block_fit(per_repeat: list[list[tuple[int, int]]], *, spread_abs: float = 5.0,

@@ -128,18 +128,18 @@ def jit_batch(batch: list[probes.Probe], dev: DeviceInfo) -> None:
             _JIT_BATCH[(p.digest, dev.driver)] = (compiled, functions)
 
 
-def batch_texts(arch: str, todo: list[probes.Probe]) -> list[tuple[list[probes.Probe], str]]:
-    """The batch in parts (jit.chunks), each part's module text: the same texts wherever the
-    batch is prefetched or linked, so a prefetched link is found again."""
-    return [(part, probes.batch_module(arch, part)) for part in jit.chunks(todo)]
+def batch_parts(arch: str, todo: list[probes.Probe]) -> list[tuple[list[probes.Probe], str, str]]:
+    """The batch in parts (jit.chunks), each as (probes, module text, name): the same texts
+    wherever the batch is prefetched or linked, so a prefetched link is found again."""
+    return [(part, probes.batch_module(arch, part), f"gpuchar_batch{i}.ptx")
+            for i, part in enumerate(jit.chunks(todo))]
 
 
 def batch_modules(dev: DeviceInfo, todo: list[probes.Probe]):
     """(parts, Compiled-or-exception per part), the parts linked in parallel threads."""
-    parts = batch_texts(dev.arch, todo)
-    compiled = jit.compile_all([(t, f"gpuchar_batch{i}.ptx") for i, (_, t) in enumerate(parts)],
-                               dev.driver, dev.index)
-    return [p for p, _ in parts], compiled
+    parts = batch_parts(dev.arch, todo)
+    compiled = jit.compile_all([(t, n) for _, t, n in parts], dev.driver, dev.index)
+    return [p for p, _, _ in parts], compiled
 
 
 def verify_jit(probe: probes.Probe, dev: DeviceInfo):

@@ -164,7 +164,6 @@ def _step_lines(flavour: Flavour, reg: str) -> list[str]:
     return flavour.ptx_op.format(p=reg).split("\n")
 
 
-
 def _smem_fill(first: str, empty_test: str, step: str) -> list[str]:
     """PTX: copy `%nw` words from global `%init` into `gpuchar_smem`, each word plus the
     buffer's base (relative offsets become shared addresses), thread-strided from `first` by
@@ -188,6 +187,7 @@ def _smem_fill(first: str, empty_test: str, step: str) -> list[str]:
         "$COPIED:",
         "bar.sync 0;",
     ]
+
 
 def chase_kernel(entry: str, flavour: Flavour, *, n: int | None) -> str:
     """One single-thread chase kernel.

@@ -935,6 +935,7 @@ class SweepPoint:
     unstable: bool
     why: str = ""
     cycles: dict = field(default_factory=dict)
+    skewed: bool = False  # start skew changed with n: the block-span slope is biased
 
 
 def work_per_op(p: TensorProbe) -> float:
@@ -1040,7 +1041,8 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
             why.append(f.why_unstable)
     lo, hi = min(raw), max(raw)
     growth = bf.medians[hi] - bf.medians[lo]
-    if warps > 1 and abs(skew[hi] - skew[lo]) > SKEW_SHARE * max(growth, 1.0):
+    skewed = warps > 1 and abs(skew[hi] - skew[lo]) > SKEW_SHARE * max(growth, 1.0)
+    if skewed:
         why.append(f"the warps' start skew changes with chain length ({skew[lo]:.0f} cycles at "
                    f"n={lo}, {skew[hi]:.0f} at n={hi}): the block-span slope is biased")
     cycles = {"warp_mean": lf.medians, "block": bf.medians, "start_skew": skew}
@@ -1048,7 +1050,7 @@ def fit_point(p: TensorProbe, threads: int, raw: dict, warp_size: int = 32) -> S
         cycles["single"] = single
         cycles["single_spread"] = single_spread
     return SweepPoint(warps, p.ilp, lf.value, thr, lat_spread, thr_spread, bool(why),
-                      "; ".join(dict.fromkeys(why)), cycles)
+                      "; ".join(dict.fromkeys(why)), cycles, skewed)
 
 
 def convergence(points: dict[tuple[int, int], SweepPoint], warps: int,
@@ -1100,7 +1102,7 @@ def higher_unstable(points: dict[tuple[int, int], SweepPoint], best: SweepPoint,
     not the peak, and the peak is reported unstable rather than low (H100: the 4-warp ILP 4-6
     points of bf16 m16n8k16 were all unstable in one run, the best stable point 25% lower)."""
     worse = [p for (w, _), p in points.items() if (max_warps is None or w <= max_warps)
-             and p.unstable and "start skew" not in p.why and np.isfinite(p.throughput)
+             and p.unstable and not p.skewed and np.isfinite(p.throughput)
              and p.throughput > best.throughput * (1 + margin)]
     return max(worse, key=lambda p: p.throughput) if worse else None
 

@@ -41,9 +41,8 @@ def _compile_batches(request):
         from pytest_gpuchar import jit
         tables = catalog.suite_probes(arch)
         # the tables' parts first in the JIT pool, then the topics' modules behind them
-        jit.prefetch([(t, f"gpuchar_batch{i}.ptx")
-                      for i, (_, t) in enumerate(measure.batch_texts(arch, tables))],
-                     dev.driver, dev.index, workers=16)
+        jit.prefetch([(t, n) for _, t, n in measure.batch_parts(arch, tables)],
+                     dev.driver, dev.index)
         _prefetch_topics(request.session, dev)
         measure.jit_batch(tables, dev)
 
@@ -57,26 +56,24 @@ def _prefetch_topics(session, dev) -> None:
     files = {item.path.name for item in session.items
              if item.get_closest_marker("hardware") is not None}
     arch = dev.arch
-    tensor_parts = tensor_run.module_parts(arch) if "test_tensor_hw.py" in files else []
-    wanted = [(True, name, (lambda t=text: t)) for _, text, name in tensor_parts]
-    wanted += [
-        ("test_tensor_hw.py" in files and tensor.wgmma_hardware(arch), "gpuchar_wgmma.ptx",
-         lambda: tensor.module(arch, tensor.wgmma_hardware(arch))),
-        (bool(files & {"test_throughput_fma.py", "test_throughput_units.py",
-                       "test_launch_barrier.py", "test_launch_overhead.py"}),
-         "gpuchar_throughput.ptx", lambda: throughput.topic_module(arch)),
-        (any(f.startswith("test_memory_") for f in files), "gpuchar_memory.ptx",
-         lambda: memory.module_text(arch)),
-        (any(f.startswith("test_numerics_") for f in files), "gpuchar_numerics.ptx",
-         lambda: numerics.module_ptx(arch)[0]),
-    ]
+    builders = []          # (module name, PTX builder) of each topic the selection needs
+    if "test_tensor_hw.py" in files:
+        builders += [(n, lambda t=t: t) for _, t, n in tensor_run.module_parts(arch)]
+        if tensor.wgmma_hardware(arch):
+            builders.append(("gpuchar_wgmma.ptx",
+                             lambda: tensor.module(arch, tensor.wgmma_hardware(arch))))
+    if files & {"test_throughput_fma.py", "test_throughput_units.py",
+                "test_launch_barrier.py", "test_launch_overhead.py"}:
+        builders.append(("gpuchar_throughput.ptx", lambda: throughput.topic_module(arch)))
+    if any(f.startswith("test_memory_") for f in files):
+        builders.append(("gpuchar_memory.ptx", lambda: memory.module_text(arch)))
+    if any(f.startswith("test_numerics_") for f in files):
+        builders.append(("gpuchar_numerics.ptx", lambda: numerics.module_ptx(arch)[0]))
     mods = []
-    for needed, name, build in wanted:
-        if not needed:
-            continue
+    for name, build in builders:
         try:
             mods.append((build(), name))
         except Exception:       # noqa: BLE001 - the topic's own tests build it and report
             continue
     if mods:
-        jit.prefetch(mods, dev.driver, dev.index, workers=16)
+        jit.prefetch(mods, dev.driver, dev.index)

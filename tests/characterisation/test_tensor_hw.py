@@ -19,9 +19,9 @@ THR_TOL = {"abs": 1.0, "rel": 0.03}
 CONV_LAT_TOL = {"abs": 2.0, "rel": 0.25}   # the convergence ILP may move by one step
 # multi-warp block spans: the 4- and 8-warp convergence points differed by up to ~25% between
 # two runs on H200 (device run 3 of issue 4) before unstable points were recognised by their
-# n-dependent start skew (tensor.fit_point); the best stable point over <= 4 warps within 5%
-# with it (nightly runs 1 and 2 of 2026-11-23) the 4-warp points and the peaks repeated within
-# 4.2%, the 8-warp points (two warps per scheduler) within ~25%
+# n-dependent start skew (tensor.fit_point); since then (nightly runs 1 and 2 of 2026-11-23)
+# the 4-warp points and the peaks repeated within 4.2%, the 8-warp points (two warps per
+# scheduler) within ~25%
 MW_TOL = {4: {"abs": 2.0, "rel": 0.08}, 8: {"abs": 2.0, "rel": 0.25}}
 PEAK4_TOL = {"abs": 1.0, "rel": 0.08}
 PEAK_TOL = {"abs": 1.0, "rel": 0.08}

@@ -161,11 +161,11 @@ def test_start_skew_that_changes_with_chain_length_makes_a_point_unstable():
         raw[n] = [(np.linspace(0, sk, 8), np.linspace(0, sk, 8) + 50 + 22 * n)
                   for _ in range(15)]
     pt = tensor.fit_point(p, 256, raw)
-    assert pt.unstable and "start skew changes with chain length (270 cycles at n=8, 218" \
-        in pt.why
+    assert pt.unstable and pt.skewed and \
+        "start skew changes with chain length (270 cycles at n=8, 218" in pt.why
     steady = tensor.fit_point(p, 256, {n: [(np.linspace(0, 200, 8), np.linspace(0, 200, 8)
                                              + 50 + 22 * n)] * 15 for n in tensor.LENGTHS})
-    assert not steady.unstable, steady.why
+    assert not steady.unstable and not steady.skewed, steady.why
     assert tensor.peak({(8, 2): pt, (4, 2): steady}).warps == 8      # the stable one
     assert tensor.peak({(8, 2): pt}) is None
 
@@ -213,11 +213,12 @@ def test_never_executed_filler():
 
 
 def test_a_higher_unstable_point_makes_the_peak_unstable_not_low():
-    def pt(w, ilp, thr, unstable=False, why=""):
-        return tensor.SweepPoint(w, ilp, 24.0, thr, 0.1, 1.0, unstable, why)
+    def pt(w, ilp, thr, unstable=False, why="", skewed=False):
+        return tensor.SweepPoint(w, ilp, 24.0, thr, 0.1, 1.0, unstable, why, skewed=skewed)
     pts = {(4, 3): pt(4, 3, 1024.0), (4, 4): pt(4, 4, 1413.0, True, "per-launch throughput: "
                                                    "interquartile range 90"),
-           (8, 2): pt(8, 2, 1677.0, True, "the warps' start skew changes with chain length")}
+           (8, 2): pt(8, 2, 1677.0, True, "the warps' start skew changes with chain length",
+                      skewed=True)}
     best = tensor.peak(pts)
     assert best.throughput == 1024.0
     over = tensor.higher_unstable(pts, best)
