@@ -11,13 +11,13 @@ import pytest
 
 SCRIPT = """
 import sys
-from pytest_gpuchar import device, measure
-dev = device.detect()
+from pytest_gpuchar.core import device, gpu as g
+gpu = g.Gpu(device.detect(), g.JitCache(), watchdog_s=0.5)
 try:
-    measure.spin(dev, 3.0, watchdog_s=0.5, name="latency/spin.selftest")
-except measure.ProbeHang as e:
+    gpu.spin(3.0, timeout_s=0.5, name="latency/spin.selftest")
+except g.ProbeHang as e:
     print("HANG:", e)
-    print("WEDGED:", measure.wedged())
+    print("WEDGED:", gpu.wedged)
     sys.exit(3)
 print("no hang detected")
 """

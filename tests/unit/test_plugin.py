@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from pytest_gpuchar import archs
+from pytest_gpuchar.core import archs
 
 HW_TEST = """
 import pytest
@@ -91,11 +91,11 @@ def test_report_header(pytester, no_gpu):
 
 
 def test_default_archs_without_gpu_are_the_expectation_files(pytester, no_gpu):
-    from pytest_gpuchar import expectations
+    from pytest_gpuchar.results import expectations
     pytester.makepyfile("def test_arch(arch): pass")
     result = pytester.runpytest_subprocess("-v")
     assert result.ret == 0
-    have = set(expectations.available())
+    have = set(expectations.available(expectations.default_root()))
     want = [a for a in archs.STATIC_ARCHS if a in have]
     assert want
     result.assert_outcomes(passed=len(want))
@@ -106,9 +106,10 @@ def test_default_archs_without_gpu_are_the_expectation_files(pytester, no_gpu):
 def test_gpuchar_report_is_written(pytester, no_gpu):
     pytester.makepyfile(textwrap.dedent("""
         import pytest
+        from pytest_gpuchar.results.judge import Measurement
 
         def test_rec(record, arch):
-            r = record("unit.test.value", arch, 3.5, "cycles")
+            r = record(Measurement("unit.test.value", 3.5, "cycles"), arch)
             assert r.status == "measured"
 
         @pytest.mark.hardware
@@ -131,19 +132,18 @@ def test_gpuchar_report_is_written(pytester, no_gpu):
 
 
 def test_record_compares_with_the_expectation_file(pytester, no_gpu):
-    from pytest_gpuchar import expectations
-    e = expectations.load("sm_80")
+    from pytest_gpuchar.results import expectations
+    e = expectations.load("sm_80", expectations.default_root())
     key, exp = next((k, x) for k, x in e.characteristics.items() if x.value is not None)
     pytester.makepyfile(textwrap.dedent(f"""
-        from pytest_gpuchar.plugin import assert_result
+        from pytest_gpuchar.results.judge import Measurement
 
-        def test_ok(record, arch):
-            r = record({key!r}, arch, {exp.value!r}, {exp.unit!r})
+        def test_ok(arch, hardware_row):
+            [r] = hardware_row(Measurement({key!r}, {exp.value!r}, {exp.unit!r}))
             assert r.status == "pass"
-            assert_result(r)
 
-        def test_bad(record, arch):
-            assert_result(record({key!r}, arch, {exp.value!r} + 1e6, {exp.unit!r}))
+        def test_bad(arch, hardware_row):
+            hardware_row(Measurement({key!r}, {exp.value!r} + 1e6, {exp.unit!r}))
     """))
     result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "-k", "sm_80")
     result.assert_outcomes(passed=1, failed=1)
@@ -152,12 +152,12 @@ def test_record_compares_with_the_expectation_file(pytester, no_gpu):
 
 def test_unstable_result_is_xfail(pytester):
     pytester.makepyfile(textwrap.dedent("""
-        from pytest_gpuchar.plugin import assert_result
-        from pytest_gpuchar.report import Result
+        from pytest_gpuchar.fixtures import assert_results
+        from pytest_gpuchar.results.judge import Result
 
         def test_unstable():
-            assert_result(Result("latency.x", "sm_80", "unstable", 4.0, "cycles/op",
-                                 detail="spread too wide"))
+            assert_results([Result("latency.x", "sm_80", "unstable", 4.0, "cycles/op",
+                                   detail="spread too wide")])
     """))
     result = pytester.runpytest("-rx")
     result.assert_outcomes(xfailed=1)
@@ -178,7 +178,7 @@ def test_importing_the_plugin_does_not_import_cupy(tmp_path):
 
 
 ARTIFACT_TEST = """
-from pytest_gpuchar import plots
+from pytest_gpuchar.results import plots
 
 def test_plot(gpuchar_artifact):
     path = gpuchar_artifact("curve.png", "latency against footprint")
@@ -245,15 +245,14 @@ def test_benchmarks_are_disabled_under_xdist(pytester, no_gpu):
 
 def test_terminal_summary_shows_moved_results(pytester, no_gpu):
     pytester.makepyfile(textwrap.dedent("""
-        from pytest_gpuchar.expectations import Expected
-        from pytest_gpuchar.report import judge
-        from pytest_gpuchar.plugin import state
+        from pytest_gpuchar.results.expectations import Expected
+        from pytest_gpuchar.results.judge import Measurement, judge
 
-        def test_x(request):
-            st = state(request.config)
+        def test_x(gpuchar):
             exp = Expected("latency.k", "cycles", value=10.0, abs_tol=2.0, source="paper")
             for v in [10.0] * 45 + [11.8]:
-                st.recorder.add(judge("latency.k", "sm_80", v, "cycles", 0.0, False, "", exp))
+                m = Measurement("latency.k", v, "cycles", 0.0)
+                gpuchar.recorder.add(judge(m, "sm_80", exp))
     """))
     result = pytester.runpytest("--gpu-arch=sm_80", "-p", "no:cacheprovider")
     assert result.ret == 0
@@ -262,13 +261,13 @@ def test_terminal_summary_shows_moved_results(pytester, no_gpu):
 
 
 def test_jit_prefetch_links_in_the_background_and_relinks_failures(monkeypatch):
-    """jit.prefetch links modules in worker threads; compile_probe takes the cubin from there
+    """JitCache.prefetch links modules in worker threads; compile takes the cubin from there
     (one link per module), and a background failure is linked again in the caller's thread,
     which then raises its own error."""
     import sys
     import threading
     import types
-    from pytest_gpuchar import jit
+    from pytest_gpuchar.core import jit
     fake = types.ModuleType("cupy")
     cuda = types.ModuleType("cupy.cuda")
     runtime = types.SimpleNamespace(setDevice=lambda i: None)
@@ -281,8 +280,6 @@ def test_jit_prefetch_links_in_the_background_and_relinks_failures(monkeypatch):
     fake.cuda = cuda
     monkeypatch.setitem(sys.modules, "cupy", fake)
     monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
-    monkeypatch.setattr(jit, "_CACHE", {})
-    monkeypatch.setattr(jit, "_PENDING", {})
     calls = []
 
     def link(ptx, name="probe.ptx"):
@@ -291,12 +288,14 @@ def test_jit_prefetch_links_in_the_background_and_relinks_failures(monkeypatch):
             raise jit.JITError(f"cuLinkComplete({name}) failed")
         return ptx.encode(), "info"
     monkeypatch.setattr(jit, "link", link)
-    jit.prefetch([("good", "a.ptx"), ("bad", "b.ptx")], "580", 0)
-    c = jit.compile_probe("good", "580", "a.ptx")
+    cache = jit.JitCache(0)
+    cache.prefetch([("good", "a.ptx"), ("bad", "b.ptx")], "580")
+    c = cache.compile("good", "580", "a.ptx")
     assert c.cubin == b"good" and c.module.cubin == b"good"
     assert [t for p, t in calls if p == "good"] and all(
         t.startswith("gpuchar-jit") for p, t in calls if p == "good")
-    assert jit.compile_probe("good", "580") is c and len([p for p, _ in calls if p == "good"]) == 1
+    assert cache.compile("good", "580") is c and len([p for p, _ in calls if p == "good"]) == 1
     with pytest.raises(jit.JITError, match=r"b\.ptx"):
-        jit.compile_probe("bad", "580", "b.ptx")
+        cache.compile("bad", "580", "b.ptx")
     assert [t for p, t in calls if p == "bad"][-1] == threading.current_thread().name
+    assert jit.JitCache(0).compile_all([], "580") == []     # caches are per session

@@ -1,0 +1,1 @@
+"""Command-line tools: gpuchar-expectations, gpuchar-nightly, gpuchar-model-params."""

@@ -1,0 +1,122 @@
+"""gpuchar-expectations: validate expectation files, or (re)generate an arch's values from a
+measured run's JSON report (atomic; every other entry and arch untouched)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..core import archs
+from ..results.expectations import (ExpectationError, Store, atomic_write, load_file,
+                                    update_arch)
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be used: the message names the file and the problem."""
+
+
+def read_results(path: Path) -> list[dict]:
+    """The `results` list of a gpuchar-results.json (or nightly.json) report."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not text.strip():
+        raise ResultsError(f"{path}: empty file, not a gpuchar results report")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); truncated?") from None
+    results = doc.get("results") if isinstance(doc, dict) else doc
+    if not isinstance(results, list) or not all(
+            isinstance(r, dict) and "key" in r and "arch" in r for r in results):
+        raise ResultsError(f"{path}: not a gpuchar results report (expected an object with a "
+                           f"'results' list of {{key, arch, value, status, ...}})")
+    return results
+
+
+def _check(store: Store, files: list[Path]) -> int:
+    explicit = bool(files)
+    files = files or store.files()
+    if not files:
+        print(f"no expectation files found under {store.root} (set GPUCHAR_EXPECTATIONS)")
+        return 1
+    bad = 0
+    for f in files:
+        try:
+            e = load_file(f)
+            print(f"ok  {f}: {len(e.characteristics)} characteristics, "
+                  f"{len(e.mappings)} mappings, {len(e.devices)} devices")
+        except ExpectationError as err:
+            bad += 1
+            print(f"BAD {err}")
+    if not explicit and not bad:   # cross-file duplicates of each arch
+        for arch in sorted({f.stem for f in files}):
+            try:
+                store.load(arch)
+            except ExpectationError as err:
+                bad += 1
+                print(f"BAD {err}")
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="gpuchar-expectations",
+        description="Check expectation files, or (re)generate an arch's values from a measured "
+                    "run's JSON report (atomic; other entries and archs untouched).")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="expectations directory (default: $GPUCHAR_EXPECTATIONS, else "
+                         "./expectations)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check", help="validate expectation files")
+    c.add_argument("files", nargs="*", type=Path)
+    u = sub.add_parser("update", help="write measured values from a gpuchar JSON report")
+    u.add_argument("--results", required=True, type=Path, help="gpuchar report JSON")
+    u.add_argument("--arch", required=True)
+    u.add_argument("--root", dest="update_root", type=Path, default=None)
+    u.add_argument("--device", help="write under devices.<name> instead of the arch values")
+    u.add_argument("--key", action="append", help="only these characteristic keys")
+    u.add_argument("--abs-tol", type=float, default=1.0)
+    u.add_argument("--rel-tol", type=float, default=0.05)
+    g = sub.add_parser("generations", help="Markdown table of each characteristic across "
+                                           "archs and boards (papers' records, boards measured)")
+    g.add_argument("--prefix", action="append", default=[],
+                   help="only characteristics whose key starts with this (repeatable)")
+    g.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
+    args = ap.parse_args(argv)
+    store = Store(getattr(args, "update_root", None) or args.root)
+    if args.cmd == "check":
+        return _check(store, args.files)
+    if args.cmd == "generations":
+        from ..results import generations
+        text = "\n".join(generations.markdown(
+            generations.table(store, tuple(args.prefix)), "# Generations")) + "\n"
+        if args.output:
+            atomic_write(args.output, text)
+        else:
+            print(text, end="")
+        return 0
+    try:
+        arch = archs.validate(args.arch)
+        results = read_results(args.results)
+    except (archs.UnknownArch, ResultsError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    try:
+        written = update_arch(arch, results, root=store.root, device=args.device,
+                              abs_tol=args.abs_tol, rel_tol=args.rel_tol,
+                              keys=set(args.key) if args.key else None)
+    except (ExpectationError, OSError) as e:
+        print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
+        return 1
+    for path, keys in written.items():
+        print(f"wrote {len(set(keys))} values to {path}")
+    if not written:
+        print(f"no {arch} values in {args.results}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""Compile stage: probes assembled offline (ptxas + nvdisasm, no GPU) and JIT-linked by the
+driver (the code that runs), each module compiled once per session and compiler.
+
+Probes are compiled in ``Group``s, one PTX module per group (large groups in parts that
+compile in parallel); a probe's SASS is then looked up by its digest. A part that fails to
+compile is dropped: its probes are compiled alone later, so the failing one names itself.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import Enum
+from typing import Callable
+
+from . import jit, sass, toolchain
+from .device import DeviceInfo
+from .probe import Probe
+
+
+def functions_of(cubin: bytes, arch: str) -> dict[str, sass.Function]:
+    """The SASS of every kernel in a cubin (nvdisasm for `arch`), by kernel name."""
+    return sass.parse(toolchain.disassemble(cubin, arch))
+
+
+def default_text(arch: str, probes: list[Probe]) -> str:
+    return probes[0].header + "\n".join(p.kernels for p in probes)
+
+
+class Stage(str, Enum):
+    """Which stage of a run needs a module: the static checks (assembled offline), the
+    hardware tests (linked by the driver), or both."""
+    STATIC = "static"
+    HARDWARE = "hardware"
+    BOTH = "both"
+
+
+@dataclass
+class Group:
+    """Probes of one arch compiled as one module: `text(probes)` writes the module of a part
+    (default: the first probe's header and every probe's kernels); `stage` says which runs
+    need it (a hardware sweep's modules are not assembled by a static run)."""
+    name: str
+    arch: str
+    probes: list[Probe]
+    text: Callable[[list[Probe]], str] | None = None
+    split: bool = False
+    stage: Stage = Stage.BOTH
+
+    def needed(self, stage: Stage) -> bool:
+        return self.stage in (stage, Stage.BOTH)
+
+    def parts(self) -> list[tuple[list[Probe], str, str]]:
+        """(probes, module text, file name) of each part."""
+        if not self.probes:
+            return []
+        ps = jit.chunks(self.probes) if self.split else [self.probes]
+        make = self.text or (lambda part: default_text(self.arch, part))
+        return [(part, make(part),
+                 f"gpuchar_{self.name}{i if self.split else ''}.ptx")
+                for i, part in enumerate(ps)]
+
+
+@dataclass
+class Built:
+    """A probe's SASS from one compiler: the offline ptxas (tool) or the driver's JIT."""
+    probe: Probe
+    functions: dict[str, sass.Function]
+    tool: toolchain.Tool | None = None        # offline
+    compiled: jit.Compiled | None = None      # driver JIT (launchable)
+
+
+class Builds:
+    """The session's compiled modules."""
+
+    def __init__(self, jit_cache: jit.JitCache | None = None) -> None:
+        self.jit_cache = jit_cache or jit.JitCache()
+        self._lock = threading.Lock()
+        self._offline: dict[tuple, dict[str, sass.Function]] = {}   # (arch, ptxas, sha)
+        self._offline_probe: dict[tuple, dict[str, sass.Function]] = {}  # (arch, ptxas, digest)
+        self._jit_probe: dict[tuple, tuple[jit.Compiled, dict]] = {}    # (digest, driver)
+        self._jit_funcs: dict[tuple, dict[str, sass.Function]] = {}     # (sha, driver)
+        self._jit_parts: dict[tuple, tuple[list[Probe], str, str]] = {}  # (digest, driver)
+        self._offline_pending: dict[tuple, object] = {}    # (arch, ptxas, digest) -> Future
+        self._pool: ThreadPoolExecutor | None = None       # background offline compiles
+
+    # --- offline ----------------------------------------------------------------------------
+    def offline_module(self, arch: str, text: str, name: str = "module",
+                       tool: toolchain.Tool | None = None) -> tuple[toolchain.Tool, dict]:
+        """(ptxas tool, kernel name -> SASS) of a PTX module, assembled once per session by
+        `tool` (default: the preferred ptxas for the arch)."""
+        tool = tool or toolchain.find("ptxas", arch)
+        toolchain.find("nvdisasm", arch)
+        key = (arch, tool.version, hashlib.sha256(text.encode()).hexdigest())
+        if key not in self._offline:
+            funcs = functions_of(toolchain.assemble(text, arch, name=name, tool=tool), arch)
+            with self._lock:
+                self._offline[key] = funcs
+        return tool, self._offline[key]
+
+    def offline_groups(self, groups: list[Group], *, wait: bool = True) -> None:
+        """Assemble every part of these groups, one ptxas + nvdisasm process per part, as
+        many at once as there are cores; remember each probe's SASS. With wait=False the
+        parts compile in the background while tests run (`offline` waits for the part of
+        the probe it is asked for). Tools missing: nothing is done (the static tests skip
+        with the install command)."""
+        jobs = []
+        for g in groups:
+            try:
+                tool = toolchain.find("ptxas", g.arch)
+                toolchain.find("nvdisasm", g.arch)
+            except toolchain.ToolMissing:
+                continue
+            todo = [p for p in g.probes if (g.arch, tool.version, p.digest) not in
+                    self._offline_probe and (g.arch, tool.version, p.digest) not in
+                    self._offline_pending]
+            if todo:
+                sub = Group(g.name, g.arch, todo, g.text, g.split)
+                jobs += [(g.arch, tool, part, text, name) for part, text, name in sub.parts()]
+        if not jobs:
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
+                                            thread_name_prefix="gpuchar-ptxas")
+        futures = []
+        for job in jobs:
+            fut = self._pool.submit(self._build_part, *job)
+            futures.append(fut)
+            for p in job[2]:
+                self._offline_pending[(job[0], job[1].version, p.digest)] = fut
+        if wait:
+            for fut in futures:
+                fut.result()
+
+    def _build_part(self, arch: str, tool: toolchain.Tool, part: list[Probe], text: str,
+                    name: str) -> None:
+        try:
+            funcs = self.offline_module(arch, text, name)[1]
+        except toolchain.AssemblyError:
+            return      # this part's probes are assembled alone later
+        with self._lock:
+            for p in part:
+                self._offline_probe[(arch, tool.version, p.digest)] = {
+                    e: funcs[e] for e in p.entries.values() if e in funcs}
+
+    def close(self) -> None:
+        """End of the session: queued parts are dropped, the running ones finish."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def offline(self, probe: Probe, tool: toolchain.Tool | None = None) -> Built:
+        """The probe's SASS from the offline ptxas for its arch (`tool`, default the preferred
+        one; from its group's module when that was assembled, else the probe alone). Raises
+        ToolMissing / AssemblyError."""
+        tool = tool or toolchain.find("ptxas", probe.arch)
+        toolchain.find("nvdisasm", probe.arch)
+        key = (probe.arch, tool.version, probe.digest)
+        pending = self._offline_pending.pop(key, None)
+        if pending is not None and not pending.cancelled():
+            pending.result()        # its part is compiling in the background
+        funcs = self._offline_probe.get(key)
+        if funcs is None:
+            funcs = self.offline_module(probe.arch, probe.ptx, probe.name, tool)[1]
+        return Built(probe, funcs, tool=tool)
+
+    # --- driver JIT ---------------------------------------------------------------------------
+    def prefetch(self, dev: DeviceInfo, groups: list[Group]) -> None:
+        """Start the driver JIT of every part of these groups in background threads; a probe
+        of a prefetched part is later taken from its part's module (`jit`)."""
+        parts = [part for g in groups for part in g.parts()]
+        for part in parts:
+            for p in part[0]:
+                self._jit_parts.setdefault((p.digest, dev.driver), part)
+        self.jit_cache.prefetch([(text, name) for _, text, name in parts], dev.driver)
+
+    def jit_module(self, dev: DeviceInfo, text: str, name: str) -> tuple[jit.Compiled, dict]:
+        """(Compiled, kernel name -> SASS) of a module linked by the driver, once per session."""
+        compiled = self.jit_cache.compile(text, dev.driver, name)
+        key = (hashlib.sha256(text.encode()).hexdigest(), dev.driver)
+        if key not in self._jit_funcs:
+            self._jit_funcs[key] = functions_of(compiled.cubin, dev.arch)
+        return compiled, self._jit_funcs[key]
+
+    def jit_groups(self, dev: DeviceInfo, groups: list[Group]) -> dict[str, Exception]:
+        """Link every part of these groups (in parallel threads) and remember each probe's
+        module; returns the errors of the parts the driver rejected, by module name (their
+        probes are linked alone when asked for)."""
+        return self._link(dev, [part for g in groups for part in g.parts()])
+
+    def _link(self, dev: DeviceInfo, parts: list[tuple[list[Probe], str, str]]) -> dict:
+        parts = [(p, t, n) for p, t, n in parts
+                 if any((q.digest, dev.driver) not in self._jit_probe for q in p)]
+        linked = self.jit_cache.compile_all([(t, n) for _, t, n in parts], dev.driver)
+        errors = {}
+        for (part, text, name), compiled in zip(parts, linked):
+            if isinstance(compiled, Exception):
+                errors[name] = compiled
+                continue
+            try:
+                _, funcs = self.jit_module(dev, text, name)
+            except toolchain.AssemblyError as e:
+                errors[name] = e
+                continue
+            for p in part:
+                self._jit_probe[(p.digest, dev.driver)] = (compiled, funcs)
+        return errors
+
+    def jit(self, probe: Probe, dev: DeviceInfo) -> Built:
+        """The probe's module as the driver linked it: its group's part (prefetched or linked
+        with jit_groups), else the probe alone (also when its part was rejected: the failing
+        probe then names itself with its JIT log)."""
+        key = (probe.digest, dev.driver)
+        part = self._jit_parts.pop(key, None)
+        if key not in self._jit_probe and part is not None:
+            self._link(dev, [part])
+        hit = self._jit_probe.get(key)
+        if hit is None:
+            hit = self.jit_module(dev, probe.ptx, probe.name.replace("/", "_") + ".ptx")
+            self._jit_probe[key] = hit
+        compiled, funcs = hit
+        return Built(probe, funcs, compiled=compiled)

@@ -1,0 +1,181 @@
+"""The GPU present, detected lazily (CuPy is imported only when something asks), once.
+
+``detect()`` returns a DeviceInfo or a Absent carrying the reason (CuPy not installed, no
+driver, no device), so hardware tests skip with that reason in the summary.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Absent:
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+@dataclass
+class DeviceInfo:
+    index: int
+    name: str
+    arch: str
+    sm_count: int
+    l2_bytes: int
+    shared_per_sm: int
+    memory_bytes: int
+    sm_clock_max_mhz: float | None
+    sm_clock_now_mhz: float | None
+    mem_clock_mhz: float | None
+    driver: str            # e.g. "580.95.05" (nvidia-smi) or "13.0" (CUDA driver API)
+    cuda_driver_api: str   # "13.0"
+    cuda_runtime: str
+    extra: dict = field(default_factory=dict)
+    # memory suite (issue 3): unified L1/shared bytes per SM (L1_SHARED_BYTES, by arch; 0 when
+    # unknown), the largest shared memory one block may opt in to, free device memory when
+    # detected (cudaMemGetInfo); all optional, the memory suite falls back when they are 0/None
+    l1_shared_bytes: int = 0
+    max_shared_per_block_optin: int = 0
+    free_memory_bytes: int | None = None
+    uuid: str = ""         # GPU-xxxxxxxx-...: tells boards of one model apart in a fleet
+
+    def __bool__(self) -> bool:
+        return True
+
+    def header_lines(self) -> list[str]:
+        clk = (f"SM clock {self.sm_clock_now_mhz:.0f} MHz now / "
+               f"{self.sm_clock_max_mhz:.0f} max" if self.sm_clock_max_mhz else "SM clock unknown")
+        return [f"GPU {self.index}{f' {self.uuid}' if self.uuid else ''}: {self.name} "
+                f"({self.arch}), {self.sm_count} SMs, {clk}, "
+                f"L2 {self.l2_bytes / 2**20:.0f} MiB, smem/SM {self.shared_per_sm // 1024} KiB",
+                f"driver {self.driver} (CUDA driver API {self.cuda_driver_api}), "
+                f"CUDA runtime {self.cuda_runtime}"]
+
+    def provenance(self, **extra) -> dict:
+        from . import toolchain
+        try:
+            ptxas = toolchain.find("ptxas", self.arch).version
+        except Exception:  # noqa: BLE001 - provenance must never fail a run
+            ptxas = "none"
+        p = {"device": self.name, "device_index": self.index, "uuid": self.uuid,
+             "arch": self.arch, "sm_count": self.sm_count,
+             "driver": self.driver, "cuda_driver_api": self.cuda_driver_api,
+             "cuda_runtime": self.cuda_runtime, "ptxas": ptxas,
+             "sm_clock_max_mhz": self.sm_clock_max_mhz,
+             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+        p.update(extra)
+        return p
+
+
+# Unified L1 data cache + shared memory per SM, by compute capability (CUDA C++ Programming
+# Guide, "Compute Capabilities" tables and the per-architecture tuning guides). No device
+# attribute reports it; cudaDevAttrMaxSharedMemoryPerMultiprocessor is only the shared part.
+L1_SHARED_BYTES = {"sm_50": 24 * 1024, "sm_52": 48 * 1024, "sm_61": 48 * 1024,
+                   "sm_70": 128 * 1024, "sm_75": 96 * 1024, "sm_80": 192 * 1024,
+                   "sm_86": 128 * 1024, "sm_87": 192 * 1024, "sm_89": 128 * 1024,
+                   "sm_90": 256 * 1024}
+
+
+def free_memory(index: int | None = None) -> int | None:
+    """Free device memory now (bytes), or None if it cannot be read."""
+    try:
+        from cupy.cuda import runtime
+        if index is not None:
+            runtime.setDevice(index)
+        return int(runtime.memGetInfo()[0])
+    except Exception:  # noqa: BLE001 - optional
+        return None
+
+
+def _version(v: int) -> str:
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def _smi(index: int) -> dict:
+    q = "driver_version,clocks.sm,clocks.max.sm,clocks.mem"
+    try:
+        out = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={q}",
+                              "--format=csv,noheader,nounits"], capture_output=True,
+                             text=True, timeout=20).stdout.strip()
+        drv, sm, smax, mem = [x.strip() for x in out.split(",")]
+        return {"driver": drv, "sm": float(sm), "smax": float(smax), "mem": float(mem)}
+    except Exception:  # noqa: BLE001 - nvidia-smi is optional
+        return {}
+
+
+def detect(index: int | None = None) -> DeviceInfo | Absent:
+    if os.environ.get("GPUCHAR_NO_GPU"):
+        return Absent("GPUCHAR_NO_GPU is set")
+    if index is None:
+        index = int(os.environ.get("GPUCHAR_DEVICE", "0"))
+    try:
+        import cupy  # noqa: F401
+        from cupy.cuda import runtime
+    except Exception as e:  # noqa: BLE001 - any import failure means "no usable GPU"
+        return Absent(f"no GPU: CuPy is not importable ({type(e).__name__}: {e}); "
+                      f"install pytest-gpuchar[cuda13] on a machine with an NVIDIA GPU")
+    try:
+        n = runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        return Absent(f"no GPU: the CUDA driver reports none ({e})")
+    if n == 0:
+        return Absent("no GPU: the CUDA driver reports 0 devices")
+    if index >= n:
+        return Absent(f"no GPU {index}: only {n} device(s)")
+    runtime.setDevice(index)
+    props = runtime.getDeviceProperties(index)
+
+    def attr(name: str, default=None):
+        try:
+            return runtime.deviceGetAttribute(getattr(runtime, name), index)
+        except Exception:  # noqa: BLE001
+            return default
+
+    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
+    arch = f"sm_{props['major']}{props['minor']}"
+    smi = _smi(index)
+    clock_khz = attr("cudaDevAttrClockRate")
+    smax = smi.get("smax") or (clock_khz / 1000 if clock_khz else None)
+    return DeviceInfo(
+        index=index, name=name, arch=arch, sm_count=int(props["multiProcessorCount"]),
+        l2_bytes=int(props["l2CacheSize"]),
+        shared_per_sm=int(props.get("sharedMemPerMultiprocessor", 0)),
+        memory_bytes=int(props["totalGlobalMem"]),
+        sm_clock_max_mhz=smax, sm_clock_now_mhz=smi.get("sm"), mem_clock_mhz=smi.get("mem"),
+        driver=smi.get("driver") or _version(runtime.driverGetVersion()),
+        cuda_driver_api=_version(runtime.driverGetVersion()),
+        cuda_runtime=_version(runtime.runtimeGetVersion()),
+        l1_shared_bytes=L1_SHARED_BYTES.get(arch, 0),
+        max_shared_per_block_optin=int(attr("cudaDevAttrMaxSharedMemoryPerBlockOptin", 0) or 0),
+        free_memory_bytes=free_memory(index),
+        uuid=_uuid(props),
+    )
+
+
+def _uuid(props: dict) -> str:
+    """The device's UUID as nvidia-smi prints it (GPU-8-4-4-4-12 hex), or ""."""
+    raw = props.get("uuid")
+    if not isinstance(raw, (bytes, bytearray)) or len(raw) != 16:
+        return ""
+    h = bytes(raw).hex()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def device_count() -> int:
+    """GPUs the CUDA driver shows this process (CUDA_VISIBLE_DEVICES applies), 0 if none."""
+    try:
+        from cupy.cuda import runtime
+        return int(runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device
+        return 0
+
+
+def worker_device(worker: int, count: int | None = None) -> int | None:
+    """GPU index for pytest-xdist worker N: N modulo the number of GPUs visible (indices are
+    those of CUDA_VISIBLE_DEVICES's list), None if there is none."""
+    n = device_count() if count is None else count
+    return worker % n if n else None

@@ -1,0 +1,142 @@
+"""Launching on the GPU: every launch of a session goes through one ``Gpu``, which enqueues
+kernels, waits for them under the watchdog, and remembers a hang (the GPU is then wedged and
+every later launch is refused, so the remaining hardware tests skip instead of hanging too).
+CuPy is imported only here and in jit.py, and only when something launches.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import ptx, values
+from .device import DeviceInfo
+from .jit import Compiled, JitCache
+from .probe import Probe
+
+DEFAULT_REPEATS = 7
+DEFAULT_WATCHDOG_S = 20.0
+PASSES = 2   # kernel passes over the timed region; the first warms the instruction cache
+
+
+class ProbeHang(RuntimeError):
+    """A probe kernel did not finish within the watchdog's limit; the GPU may be wedged."""
+
+
+class GPUWedged(RuntimeError):
+    """An earlier probe hung: nothing more is launched in this session."""
+
+
+class LaunchRefused(RuntimeError):
+    """The driver refused a launch (resources: registers x threads, shared memory)."""
+
+
+@dataclass
+class Gpu:
+    dev: DeviceInfo
+    jit: JitCache
+    watchdog_s: float = DEFAULT_WATCHDOG_S
+    wedged: str | None = None        # the probe that hung, if one did
+
+    def ensure_alive(self, name: str) -> None:
+        if self.wedged:
+            raise GPUWedged(f"GPU wedged by probe {self.wedged}; not launching {name}")
+
+    def compile(self, text: str, name: str) -> Compiled:
+        return self.jit.compile(text, self.dev.driver, name)
+
+    def launch(self, fn, grid: tuple, block: tuple, args: tuple, *, name: str,
+               shared_mem: int = 0) -> None:
+        """Enqueue one launch; a launch the driver refuses raises LaunchRefused."""
+        self.ensure_alive(name)
+        import cupy as cp
+        try:
+            fn(grid, block, args, shared_mem=shared_mem)
+        except cp.cuda.driver.CUDADriverError as e:
+            raise LaunchRefused(f"{name}: launch refused: {e}") from e
+
+    def repeat(self, fn, grid: tuple, block: tuple, args: Callable[[int], tuple], repeats: int,
+               *, name: str, shared_mem: int = 0) -> None:
+        """Enqueue 1 + `repeats` launches (the first is the warm-up), launch r with args(r)."""
+        for r in range(repeats + 1):
+            self.launch(fn, grid, block, args(r), name=name, shared_mem=shared_mem)
+
+    def wait(self, name: str, timeout_s: float | None = None) -> None:
+        """Wait for everything launched so far on the current stream, under the watchdog."""
+        import cupy as cp
+        ev = cp.cuda.Event()
+        ev.record()
+        self.poll(ev, name, timeout_s)
+
+    def poll(self, event, name: str, timeout_s: float | None = None) -> None:
+        limit = self.watchdog_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        while not event.done:
+            if time.monotonic() > deadline:
+                self.wedged = name
+                raise ProbeHang(f"watchdog: probe {name} did not finish within {limit:g} s; the "
+                                f"GPU is considered wedged, remaining hardware tests are skipped")
+            time.sleep(0.0005)
+
+    # --- the operand-frame probes (instruction tables) ------------------------------------
+    def cycles(self, probe: Probe, compiled: Compiled, repeats: int,
+               threads: int = 1) -> dict[int, list[int]]:
+        """Launch each chain length of an operand-frame probe 1 + `repeats` times (one batch,
+        one wait): chain length -> thread 0's cycles per repeat (warm-up dropped)."""
+        import cupy as cp
+        outs, keep = {}, []   # input buffers stay alive until the launches have run
+        for n, entry in probe.entries.items():
+            fn = compiled.function(entry)
+            d_in = cp.asarray(np.frombuffer(values.input_buffer(probe.inputs[n]), np.uint8))
+            out = cp.zeros((repeats + 1, probe.out_slots.get(n, 1) * threads), dtype=np.int64)
+            keep.append(d_in)
+            self.repeat(fn, (1,), (threads,), lambda r: (out[r], d_in, np.uint32(PASSES)),
+                        repeats, name=probe.name)
+            outs[n] = out
+        self.wait(probe.name)
+        return {n: [int(v) for v in out[1:, 0].get()] for n, out in outs.items()}
+
+    # --- clock ----------------------------------------------------------------------------
+    def sm_clock_mhz(self, iters: int = 2_000_000) -> float:
+        """Effective SM clock during the run: SM cycles (%clock64) over nanoseconds
+        (%globaltimer) across a ~1-10 ms busy loop on one SM."""
+        import cupy as cp
+        fn = self.compile(ptx.header(self.dev.arch) + SM_CLOCK_PTX,
+                          "sm_clock.ptx").function("sm_clock")
+        out = cp.zeros(3, dtype=np.int64)
+        self.launch(fn, (1,), (1,), (out, np.uint32(iters // 10)), name="sm_clock")  # ramp
+        self.launch(fn, (1,), (1,), (out, np.uint32(iters)), name="sm_clock")
+        self.wait("sm_clock", DEFAULT_WATCHDOG_S)
+        c, t, _ = (int(v) for v in out.get())
+        return c / t * 1000.0 if t > 0 else float("nan")
+
+    def spin(self, seconds: float, *, timeout_s: float, name: str = "spin") -> None:
+        """A kernel that spins for `seconds` (bounded, so it always ends) under the watchdog:
+        the watchdog's own self-test on real hardware."""
+        fn = self.compile(ptx.header(self.dev.arch) + SPIN_PTX,
+                          "gpuchar_spin.ptx").function("gpuchar_spin")
+        self.launch(fn, (1,), (1,), (np.uint64(int(seconds * 1e9)),), name=name)
+        self.wait(name, timeout_s)
+
+
+SM_CLOCK_PTX = ptx.Kernel(
+    entry="sm_clock", params=[".param .u64 out_param", ".param .u32 iters"], clock=None,
+    decls=[".reg .b64 %out, %c0, %c1, %t0, %t1;", ".reg .b32 %n, %i, %x;",
+           ".reg .pred %p;"],
+    body=["ld.param.u64 %out, [out_param];", "ld.param.u32 %n, [iters];",
+          "mov.u32 %x, %n;", "mov.u32 %i, 0;", "mov.u64 %t0, %globaltimer;",
+          "mov.u64 %c0, %clock64;", "LOOP:", "mad.lo.u32 %x, %x, 1664525, 1013904223;",
+          "add.u32 %i, %i, 1;", "setp.lt.u32 %p, %i, %n;", "@%p bra LOOP;",
+          "mov.u64 %c1, %clock64;", "mov.u64 %t1, %globaltimer;",
+          "sub.s64 %c1, %c1, %c0;", "sub.s64 %t1, %t1, %t0;",
+          "st.global.u64 [%out], %c1;", "st.global.u64 [%out+8], %t1;",
+          "st.global.u32 [%out+16], %x;"]).render()
+
+SPIN_PTX = ptx.Kernel(
+    entry="gpuchar_spin", params=[".param .u64 ns_param"], clock=None,
+    decls=[".reg .b64 %ns, %t0, %t1, %d;", ".reg .pred %p;"],
+    body=["ld.param.u64 %ns, [ns_param];", "mov.u64 %t0, %globaltimer;", "SPIN:",
+          "mov.u64 %t1, %globaltimer;", "sub.s64 %d, %t1, %t0;",
+          "setp.lt.u64 %p, %d, %ns;", "@%p bra SPIN;"]).render()

@@ -1,0 +1,128 @@
+"""Verification of a counted loop inside the timed region: between the two clock reads there
+is one loop (a backward branch to a label), its body holds exactly ``count`` copies of the SASS
+unit (opcode and count) and otherwise only loop control (at most ``MAX_LOOP_CONTROL``
+instructions); no unit instruction lies outside the loop, and around it only setup. The slope
+over trip counts is then the cost of one iteration as compiled (loop control included and
+named). Anything else: ProbeInvalid with the listing, no number.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from . import sass
+from .verify import ProbeInvalid, Verdict, matches
+
+MAX_LOOP_CONTROL = 5       # counter add, compare, branch (+ moves some compilers add)
+MAX_SETUP = 8              # instructions between the first clock read and the loop
+
+LOOP_CONTROL = ("CALL.REL.NOINC", "DEPBAR*", "LDC", "ULDC*", "IADD3", "IADD", "IADD32I",
+                "VIADD", "IMAD.IADD", "UIADD3", "ISETP*", "UISETP*", "BRA", "BRA.U", "MOV",
+                "IMAD.MOV*", "UMOV", "NOP", "PLOP3*")
+NEVER = ("@!PT", "@!UPT")   # predicates of never-executed instructions (scheduling filler)
+SETUP = ("MOV", "MOV32I", "IMAD.MOV*", "UMOV", "ULDC*", "LDC*", "S2R", "S2UR", "CS2R", "NOP",
+         "IADD3", "VIADD", "IMAD.IADD", "UIADD3")
+
+
+@dataclass
+class LoopVerdict(Verdict):
+    """A verified counted loop: the SASS unit per op, the loop control, the body size."""
+    loop_control: dict = field(default_factory=dict)
+    body_instructions: int = 0
+
+
+def is_counter(ins: sass.Instr) -> bool:
+    """The loop counter's increment: x = x + 1 (chains never add a literal)."""
+    ops = [o.replace(".reuse", "") for o in ins.operands]
+    return (ins.base in ("IADD3", "IADD", "IADD32I", "VIADD", "UIADD3") and len(ops) >= 3
+            and ops[0] == ops[1] and ops[2] == "0x1")
+
+
+def is_const_move(ins: sass.Instr) -> bool:
+    """A constant materialised with HFMA2.MMA (-RZ * RZ + imm): a move, not an FMA."""
+    return ins.opcode == "HFMA2.MMA" and tuple(ins.operands[1:3]) == ("-RZ", "RZ")
+
+
+def _loops(func: sass.Function, lo: int, hi: int) -> list[tuple[int, int]]:
+    """(label index, branch index) of each backward branch inside [lo, hi) to a label inside
+    the same range."""
+    out = []
+    for k in range(lo, hi):
+        ins = func.instrs[k]
+        if ins.base == "BRA":
+            m = re.search(r"\.L_x_\d+", " ".join(ins.operands))
+            target = func.labels.get(m.group(0)) if m else None
+            if target is not None and lo <= target <= k:
+                out.append((target, k))
+    return out
+
+
+def _split_body(body: list[sass.Instr], pats: list[str]) -> tuple[Counter, list[str]]:
+    """Count the unit's instructions per pattern; the rest (counter included) is `extra`."""
+    need: Counter = Counter()
+    extra: list[str] = []
+    for ins in body:
+        if ins.pred in NEVER:
+            continue                   # never executed (a scheduling placeholder)
+        if is_counter(ins):
+            extra.append(ins.opcode)   # the loop counter
+            continue
+        for k, pat in enumerate(pats):
+            if matches(ins.opcode, pat):
+                need[k] += 1
+                break
+        else:
+            extra.append(ins.opcode)
+    return need, extra
+
+
+def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None, count: int,
+                func: sass.Function) -> LoopVerdict:
+    """Check the timed region of `func`: one loop holding `count` copies of `unit` per
+    iteration. Returns the SASS unit found per op ({opcode: count per op}) or raises
+    ProbeInvalid with the listing."""
+    groups = sass.clock_groups(func)
+    if len(groups) < 2:
+        raise ProbeInvalid(f"probe invalid: {name} ({arch}): expected two clock reads, "
+                           f"found {len(groups)}")
+    lo, hi = groups[0][1] + 1, groups[1][0]
+    region = sass.timed_region(func)
+
+    def fail(why: str) -> ProbeInvalid:
+        return ProbeInvalid(
+            f"probe invalid: {name} ({arch}): {why}\nintended: one loop whose body is "
+            f"{count} x [{' + '.join(unit or ())}] + loop control\n-- timed region "
+            f"({len(region)} instructions):\n{sass.format_listing(region)}")
+
+    if unit is None:
+        raise fail("no SASS unit known for this arch")
+    branches = _loops(func, lo, hi)
+    if len(branches) != 1:
+        raise fail(f"expected exactly one loop (backward branch) between the clock reads, "
+                   f"found {len(branches)}")
+    start, end = branches[0]
+    body = func.instrs[start:end + 1]
+    outside = func.instrs[lo:start] + func.instrs[end + 1:hi]
+    pats = list(unit)
+    need, extra = _split_body(body, pats)
+    got = [need[k] for k in range(len(pats))]
+    if any(g != count for g in got):
+        raise fail(f"loop body holds {dict(zip(pats, got))} intended instructions, wanted "
+                   f"{count} of each (folded, hoisted, unrolled or eliminated?)")
+    bad = [op for op in extra if not any(matches(op, c) for c in LOOP_CONTROL)]
+    if bad or len([op for op in extra if not op.startswith(("DEPBAR", "NOP"))]) > MAX_LOOP_CONTROL:
+        raise fail(f"loop body holds other instructions than the ops and loop control: "
+                   f"{dict(Counter(extra))}")
+    outside = [i for i in outside if i.pred not in NEVER and not is_const_move(i)]
+    stray = [i.opcode for i in outside if any(matches(i.opcode, u) for u in pats)]
+    if stray:
+        raise fail(f"intended instructions outside the loop: {dict(Counter(stray))}")
+    other = [i.opcode for i in outside if not any(matches(i.opcode, c) for c in SETUP)]
+    if other or len(outside) > MAX_SETUP:
+        raise fail(f"unexpected instructions around the loop: "
+                   f"{dict(Counter(i.opcode for i in outside))}")
+    seen = Counter(i.opcode for i in body)
+    return LoopVerdict(True, {op: round(c / count, 3) for op, c in sorted(seen.items())
+                              if any(matches(op, u) for u in pats)}, message="loop",
+                       loop_control=dict(Counter(extra)), body_instructions=len(body))

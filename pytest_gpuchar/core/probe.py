@@ -1,0 +1,131 @@
+"""The probe: PTX kernels at several chain lengths, and what their timed regions must hold.
+
+A probe is data: its name, arch, kernel text, the entry point and operand slots of each chain
+length, how many PTX ops each length times and the SASS unit one op must become. ``check``
+is the one verification entry point of every probe: it finds the timed regions in a
+compiler's SASS (offline ptxas or the driver's JIT) and verifies them, raising
+``ProbeInvalid`` (no number is ever reported for an invalid probe). Topics subclass Probe
+where their regions or checks differ (a loop inside the region, the wgmma guard, ...).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from . import ptx, sass
+from .ptx import InputSlot
+from .verify import Intent, Verdict, verify
+
+
+class NotApplicable(Exception):
+    """The probe or row cannot exist here (an instruction the arch lacks, a row with no
+    dependent chain): the test is skipped with this reason."""
+
+
+class DeclaredUnmeasurable(NotApplicable):
+    """The probe is declared unmeasurable on this arch (expectation file) and its SASS shows
+    the declared fact: skipped with the reason, recorded as a note (never a regression)."""
+
+
+@dataclass
+class Probe:
+    name: str                        # "latency/add.u32"
+    arch: str
+    kernels: str                     # the kernels (and module-level arrays), no header
+    entries: dict[int, str]          # chain length -> kernel entry
+    ops: dict[int, int]              # chain length -> PTX ops timed
+    unit: tuple[str, ...] | None = None   # SASS of one op (None: a compiler sequence)
+    signature: tuple[str, ...] = ()       # what a compiler sequence must contain
+    per_op: int = 1                  # SASS units per PTX op
+    chained: bool = False            # dependent chain: the region's depth reaches the length
+    inputs: dict[int, list[InputSlot]] = field(default_factory=dict)
+    out_slots: dict[int, int] = field(default_factory=dict)  # 8-byte slots per thread
+    guarded: bool = True             # the body sits behind the clock-compare guard
+    target: str | None = None        # .target when not the arch itself (sm_90a)
+    isa: str | None = None           # .version when not the arch's default
+
+    @property
+    def header(self) -> str:
+        return ptx.header(self.arch, self.isa, self.target)
+
+    @property
+    def ptx(self) -> str:
+        """The probe as a module of its own."""
+        return self.header + self.kernels
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.ptx.encode()).hexdigest()[:16]
+
+    def intent(self, n: int) -> Intent:
+        return Intent(self.ops[n] * self.per_op, self.unit, self.signature,
+                      min_depth=n if self.chained else 0)
+
+    # --- verification -----------------------------------------------------------------------
+    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
+        """The timed region of each length's kernel, the guard stripped."""
+        out = {}
+        for n, entry in self.entries.items():
+            if entry not in functions:
+                raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS "
+                                       f"(have {sorted(functions)})")
+            region = sass.timed_region(functions[entry])
+            out[n] = self.strip_guard(region) if self.guarded else region
+        return out
+
+    def strip_guard(self, region: list[sass.Instr]) -> list[sass.Instr]:
+        return strip_guard(self.name, region)
+
+    def verify_regions(self, regions: dict[int, list[sass.Instr]],
+                       functions: dict[str, sass.Function]) -> Verdict:
+        return verify(self.name, regions, self.intent)
+
+    def check(self, functions: dict[str, sass.Function]) -> Verdict:
+        """Verify the probe's timed regions in `functions`; raises ProbeInvalid or
+        sass.RegionError. The one verification entry point of every probe."""
+        regions = self.regions(functions)
+        verdict = self.verify_regions(regions, functions)
+        verdict.regions = regions
+        return verdict
+
+    # --- snapshots ------------------------------------------------------------------------
+    def snapshot_length(self) -> int:
+        return min(self.entries)
+
+    def snapshot_text(self, functions: dict[str, sass.Function]) -> str:
+        """Normalised SASS of the shortest length's kernel (what is snapshotted)."""
+        return sass.normalise(functions[self.entries[self.snapshot_length()]])
+
+
+def _is_guard_setup(ins: sass.Instr) -> bool:
+    """The compare of the clock value with -1: ISETP (Volta+: one or two), or on Maxwell/Pascal
+    a carry-setting IADD32I RZ.CC plus ISETP .X; and there the next clock read's retry-counter
+    reset (MOV Rn, RZ)."""
+    if ins.pred:
+        return False
+    if ins.opcode.startswith("ISETP"):
+        return True
+    if ins.opcode == "IADD32I" and ins.operands and ins.operands[0].startswith("RZ.CC"):
+        return True
+    return ins.opcode == "MOV" and len(ins.operands) == 2 and ins.operands[1] == "RZ"
+
+
+def strip_guard(name: str, region: list[sass.Instr]) -> list[sass.Instr]:
+    """Drop the guard that opens every timed region: the compare of the first clock value
+    (one or two ISETP) and the never-taken branch over the body (core.ptx.Kernel). Its cost
+    is fixed, so it cancels in the slope. If the compiler if-converted the branch, every body
+    instruction must carry the guard's predicate instead."""
+    k = 0
+    while k < len(region) and k < 4 and _is_guard_setup(region[k]):
+        k += 1
+    rest = region[k:]
+    if not rest:
+        return rest   # an empty body: the branch to the next instruction was dropped
+    if rest[0].base == "BRA" and rest[0].pred:
+        return rest[1:]
+    preds = {i.pred for i in rest}
+    if len(preds) == 1 and rest[0].pred:
+        return rest
+    raise sass.RegionError(f"{name}: the timed region does not open with the guard (clock "
+                           f"compare + branch); got {rest[0].text}: the compiler restructured "
+                           f"the probe\n{sass.format_listing(region)}")

@@ -1,0 +1,260 @@
+"""SASS: parse nvdisasm output, find the timed region, normalise for snapshots."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+_INSTR_RE = re.compile(r"^\s*/\*(?P<off>[0-9a-f]{4,})\*/\s(?P<rest>.*)$")
+_COMMENT_RE = re.compile(r"/\*.*?\*/")
+_FUNC_RE = re.compile(r"^//-+\s+\.text\.(?P<name>\S+)\s+-+")
+_LABEL_RE = re.compile(r"^(?P<name>\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$")
+
+
+@dataclass(frozen=True)
+class Instr:
+    offset: int
+    pred: str          # "" or "@P0", "@!P1", ...
+    opcode: str        # mnemonic with its modifiers: "IMAD.MOV.U32"
+    operands: tuple[str, ...]
+    text: str          # as printed, without offset and encoding
+
+    @property
+    def base(self) -> str:
+        """Opcode without modifiers: IMAD.MOV.U32 -> IMAD."""
+        return self.opcode.split(".")[0]
+
+    @property
+    def is_clock_read(self) -> bool:
+        return self.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+            "SR_CLOCKLO" in o for o in self.operands)
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.text
+
+
+@dataclass
+class Function:
+    name: str
+    instrs: list[Instr]
+    # branch labels (".L_x_3") -> index in instrs of the instruction they precede
+    labels: dict[str, int] = field(default_factory=dict)
+
+    def opcodes(self) -> Counter:
+        return Counter(i.opcode for i in self.instrs)
+
+
+def parse_instr(offset: int, body: str) -> Instr:
+    # Maxwell/Pascal listings group dual-issued pairs in { ... }
+    body = body.strip().strip("{}").strip().rstrip(";").strip()
+    pred = ""
+    rest = body
+    if rest.startswith("@"):
+        pred, _, rest = rest.partition(" ")
+    opcode, _, ops = rest.strip().partition(" ")
+    operands = tuple(o.strip() for o in _split_operands(ops)) if ops.strip() else ()
+    return Instr(offset, pred, opcode, operands, body)
+
+
+def _split_operands(ops: str) -> list[str]:
+    out, depth, cur = [], 0, []
+    for ch in ops:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def parse(text: str) -> dict[str, Function]:
+    """nvdisasm text -> {function name: Function}, in file order."""
+    funcs: dict[str, Function] = {}
+    current: Function | None = None
+    for line in text.splitlines():
+        m = _FUNC_RE.match(line)
+        if m:
+            current = Function(m.group("name"), [])
+            funcs[current.name] = current
+            continue
+        lm = _LABEL_RE.match(line.strip())
+        if lm and current is not None:
+            current.labels[lm.group("name")] = len(current.instrs)
+            continue
+        m = _INSTR_RE.match(line)
+        if m and current is not None:
+            # (string operations, no backtracking regex: the listings of Maxwell/Pascal pad
+            # their lines with runs of blanks that made a lazy pattern quadratic)
+            body = _COMMENT_RE.sub("", m.group("rest")).rstrip()
+            body = body[:-1].strip() if body.endswith(";") else body.strip()
+            if body:
+                current.instrs.append(parse_instr(int(m.group("off"), 16), body))
+    return funcs
+
+
+class RegionError(ValueError):
+    pass
+
+
+# On sm_50..sm_62 a 64-bit clock read is a retry loop: CS2R CLOCKHI, CS2R CLOCKLO, CS2R CLOCKHI,
+# then "if the high words differ, count and retry". These opcodes close such a read.
+_RETRY_TAIL = ("ISETP.NE.U32.AND", "BRA", "IADD32I", "ISETP.GE.U32.AND", "BRA")
+
+
+def _is_clock_sr(ins: Instr) -> bool:
+    return ins.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+        o.startswith("SR_CLOCK") for o in ins.operands)
+
+
+def _srs(ins: list[Instr]) -> list[str]:
+    return [o for i in ins for o in i.operands if o.startswith("SR_CLOCK")]
+
+
+def clock_groups(func: Function) -> list[tuple[int, int]]:
+    """(first, last) instruction index of each clock read.
+
+    Volta and later read %clock64 with one CS2R. sm_50..sm_62 read hi/lo/hi in one of two
+    idioms, both taken as one read here: "hi, lo, hi" followed by a retry loop
+    (ISETP.NE/BRA/IADD32I/ISETP.GE/BRA), or "hi, lo, ISETP.LT lo<0, @!P hi" (re-read the high
+    word if the low word wrapped)."""
+    groups = []
+    k, ins = 0, func.instrs
+    while k < len(ins):
+        if not _is_clock_sr(ins[k]):
+            k += 1
+            continue
+        start = k
+        three = ins[k:k + 3]
+        four = ins[k:k + 4]
+        if len(three) == 3 and all(_is_clock_sr(i) for i in three) and \
+                _srs(three) == ["SR_CLOCKHI", "SR_CLOCKLO", "SR_CLOCKHI"]:
+            k += 2
+            tail = [i.opcode for i in ins[k + 1:k + 1 + len(_RETRY_TAIL)]]
+            if tail == list(_RETRY_TAIL):
+                k += len(_RETRY_TAIL)
+        elif len(four) == 4 and _is_clock_sr(four[0]) and _is_clock_sr(four[1]) and \
+                four[2].opcode.startswith("ISETP") and _is_clock_sr(four[3]) and \
+                four[3].pred and _srs(four[:2] + four[3:]) == ["SR_CLOCKHI", "SR_CLOCKLO",
+                                                               "SR_CLOCKHI"]:
+            k += 3
+        groups.append((start, k))
+        k += 1
+    return groups
+
+
+def timed_region(func: Function) -> list[Instr]:
+    """Instructions strictly between the first two clock reads of a function."""
+    groups = clock_groups(func)
+    if len(groups) < 2:
+        raise RegionError(
+            f"{func.name}: expected two clock reads (CS2R ... SR_CLOCKLO), found {len(groups)}")
+    region = func.instrs[groups[0][1] + 1:groups[1][0]]
+    # Maxwell/Pascal: the second read's retry counter is reset (MOV Rn, RZ) wherever the
+    # scheduler likes; it belongs to the clock read, not to the probe.
+    start, end = groups[1]
+    counters = {i.operands[0] for i in func.instrs[start:end + 1]
+                if i.opcode == "IADD32I" and len(i.operands) == 3 and i.operands[0] == i.operands[1]}
+    return [i for i in region if not (i.opcode == "MOV" and len(i.operands) == 2
+                                      and i.operands[1] == "RZ" and i.operands[0] in counters)]
+
+
+def clock_reads(func: Function) -> list[list[Instr]]:
+    """The instructions of each clock read (one CS2R, or a Maxwell/Pascal retry loop)."""
+    return [func.instrs[a:b + 1] for a, b in clock_groups(func)]
+
+
+def format_listing(instrs: list[Instr]) -> str:
+    return "\n".join(f"  /*{i.offset:04x}*/ {i.text}" for i in instrs)
+
+
+# --- normalisation for snapshots ------------------------------------------------------
+
+_REG_PATTERNS = [
+    ("UR", re.compile(r"\bUR(\d+)\b")),
+    ("UP", re.compile(r"\bUP(\d+)\b")),
+    ("R", re.compile(r"(?<![A-Z_])R(\d+)\b")),
+    ("P", re.compile(r"(?<![A-Z_])P(\d+)\b")),
+    ("B", re.compile(r"(?<![A-Z_])B(\d+)\b")),
+]
+_LABEL_USE = re.compile(r"\.L_x_\d+")
+_INTERNAL = re.compile(r"\$__internal_\d+_\$")   # per-module numbering of shared subroutines
+
+
+def normalise(func: Function) -> str:
+    """Canonical text of a function: offsets and encodings dropped, registers and labels
+    renumbered in order of first appearance, so only real code changes show in a diff."""
+    maps: dict[str, dict[str, str]] = {k: {} for k, _ in _REG_PATTERNS}
+    labels: dict[str, str] = {}
+    lines = []
+    for ins in func.instrs:
+        text = _INTERNAL.sub("$__internal_$", ins.text)
+        text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
+        for kind, pat in _REG_PATTERNS:
+            mp = maps[kind]
+            text = pat.sub(lambda m, kind=kind, mp=mp: mp.setdefault(
+                m.group(0), f"{kind.lower()}{len(mp)}"), text)
+        lines.append(re.sub(r"\s+", " ", text).strip())
+    # mark the timed region so a reader sees it
+    groups = clock_groups(func)
+    marks = {}
+    if len(groups) >= 2:
+        marks = {groups[0][1]: "    // ---- timed region start",
+                 groups[1][0]: "    // ---- timed region end"}
+    out = [line + marks.get(k, "") for k, line in enumerate(lines)]
+    return "\n".join(out) + "\n"
+
+
+# --- dependence depth ---------------------------------------------------------------------
+
+_REG_TOKEN = re.compile(r"(?<![A-Za-z_.])(U?R\d+|U?P\d+)(?![\w])")
+_TWO_PRED_DESTS = ("ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "PLOP3", "UISETP", "CSETP")
+
+
+def _dests_and_sources(ins: Instr) -> tuple[set[str], set[str]]:
+    ops = list(ins.operands)
+    if not ops:
+        return set(), set()
+    ndest = 1
+    if ins.base in _TWO_PRED_DESTS:
+        ndest = 2
+    elif len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1].strip()):
+        ndest = 2   # a carry-out predicate after the destination (IADD3 R4, P0, ...)
+    dests = {t for o in ops[:ndest] for t in _REG_TOKEN.findall(o)
+             if not o.strip().startswith("[")}
+    srcs = {t for o in ops[ndest:] for t in _REG_TOKEN.findall(o)}
+    srcs |= {t for o in ops[:ndest] if o.strip().startswith("[") for t in _REG_TOKEN.findall(o)}
+    if ins.pred:
+        srcs |= set(_REG_TOKEN.findall(ins.pred))
+    return dests, srcs
+
+
+def dependence_depth(region: list[Instr]) -> int:
+    """Length, in instructions, of the longest chain of register dependences through the
+    region (a value written by one instruction and read by a later one). A dependent chain
+    of N ops must be at least N deep: a compiler that re-associated it into a shallower tree
+    (each op computed from the op two back) fails this even when the opcodes all match.
+    Calls count as one step on every register (see below), so through a subroutine the
+    depth is an upper estimate."""
+    depth_of: dict[str, int] = {}
+    floor = 0     # depth of every register a call may have written
+    best = 0
+    for ins in region:
+        if ins.base in ("CALL", "CAL", "JCAL"):
+            # a subroutine reads and writes registers its operands do not name: take it as
+            # one step that depends on, and defines, every register
+            floor = 1 + max([floor, *depth_of.values()])
+            depth_of = {}
+            best = max(best, floor)
+            continue
+        dests, srcs = _dests_and_sources(ins)
+        d = 1 + max((depth_of.get(r, floor) for r in srcs), default=floor)
+        for r in dests:
+            depth_of[r] = d
+        best = max(best, d)
+    return best

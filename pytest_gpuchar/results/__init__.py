@@ -1,0 +1,1 @@
+"""What a run produces: expectation files, judged results, reports, snapshots, plots."""

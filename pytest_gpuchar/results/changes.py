@@ -1,0 +1,306 @@
+"""Comparing runs: tonight's results against the previous run's (values beyond their noise,
+statuses, presence), failed tests and snapshot diffs from the junit XML, the verdict (exit
+code) of a nightly run, and the repeatability of two runs per topic against SPEC's bar."""
+from __future__ import annotations
+
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_NO_CHANGE = 0
+EXIT_WITHIN_TOLERANCE = 1
+EXIT_REGRESSION = 2
+EXIT_BROKEN = 3
+EXIT_TEXT = {EXIT_NO_CHANGE: "no change", EXIT_WITHIN_TOLERANCE: "changes within tolerance",
+             EXIT_REGRESSION: "regressions", EXIT_BROKEN: "the run broke"}
+
+NOISE_REL = 0.01           # a value moved when it differs by more than 1% ...
+NOISE_ABS = {"cycles": 0.5, "cycles/op": 0.5, "ratio": 0.005}   # ... and more than this
+GOOD = ("pass", "measured")
+
+
+@dataclass
+class Change:
+    """One difference between tonight and the reference (previous run / expectations /
+    snapshots)."""
+    kind: str            # value | status | new | missing | expectation | invalid | sass | test | mapping
+    severity: str        # regression | change | note
+    key: str
+    arch: str = ""
+    old: object = None
+    new: object = None
+    unit: str = ""
+    tolerance: str = ""  # the expectation as written (value, tolerance, source)
+    status_old: str = ""
+    status_new: str = ""
+    detail: str = ""
+
+
+# --- comparing two runs -----------------------------------------------------------------
+
+def _index(results: list[dict]) -> dict[tuple[str, str], dict]:
+    out: dict[tuple[str, str], dict] = {}
+    for r in results:
+        k = (r.get("arch", ""), r.get("key", ""))
+        n = 1
+        while k in out:           # the same key recorded twice: keep both apart
+            n += 1
+            k = (r.get("arch", ""), f"{r.get('key', '')}#{n}")
+        out[k] = r
+    return out
+
+
+def number(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(float(v)) else None
+
+
+def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
+    """Did a numeric value move beyond its noise: more than max(noise_rel x old, the unit's
+    absolute noise, either run's own spread)?"""
+    a, b = number(old.get("value")), number(new.get("value"))
+    if a is None or b is None:
+        return (a is None) != (b is None)
+    limit = max(noise_rel * abs(a), NOISE_ABS.get(new.get("unit", ""), 0.0),
+                number(old.get("spread")) or 0.0, number(new.get("spread")) or 0.0)
+    return abs(b - a) > limit
+
+
+def compare(current: list[dict], previous: list[dict] | None, *,
+            noise_rel: float = NOISE_REL) -> list[Change]:
+    """Classify every characteristic of tonight's run against the expectations (its own
+    status) and against the previous run (values, statuses, presence)."""
+    changes: list[Change] = []
+    cur = _index(current)
+    prev = _index(previous) if previous is not None else None
+    for (arch, key), r in cur.items():
+        st = r.get("status", "")
+        p = prev.get((arch, key)) if prev is not None else None
+        base = dict(key=key, arch=arch, new=r.get("value"), unit=r.get("unit", ""),
+                    tolerance=" ".join(x for x in (r.get("expected", ""),
+                                                   f"[{r['source']}]" if r.get("source") else "")
+                                       if x),
+                    status_new=st, old=p.get("value") if p else None,
+                    status_old=p.get("status", "") if p else "")
+        if st in ("fail", "error"):
+            if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
+                # failed last night too, with the same value: known, not a change
+                changes.append(Change("expectation", "note", detail=(
+                    "still out of tolerance, as in the previous run: "
+                    + (r.get("detail") or ""))[:300], **base))
+            else:
+                changes.append(Change("expectation", "regression",
+                                      detail=(r.get("detail") or "")[:300], **base))
+            continue
+        if st == "invalid":
+            if p is not None and p.get("status") != "invalid":
+                changes.append(Change("invalid", "regression",
+                                      detail=(r.get("detail") or "")[:300], **base))
+            continue
+        if prev is None:
+            continue
+        if p is None:
+            changes.append(Change("new", "change", detail="not in the previous run", **base))
+            continue
+        pst = p.get("status", "")
+        if "unstable" in (st, pst):
+            if st != pst:
+                changes.append(Change("status", "note", detail=(
+                    "unstable in one run: spread too wide to compare "
+                    f"({(r.get('detail') or p.get('detail') or '')[:160]})"), **base))
+            continue
+        if st == "info" or pst == "info":
+            if (r.get("detail"), r.get("expected")) != (p.get("detail"), p.get("expected")):
+                changes.append(Change("mapping", "change", detail=f"{p.get('detail')} -> "
+                                                                  f"{r.get('detail')}", **base))
+            continue
+        if pst in ("fail", "error", "invalid") and st in GOOD:
+            changes.append(Change("status", "change", detail=f"{pst} -> {st}", **base))
+            continue
+        if moved(p, r, noise_rel):
+            changes.append(Change("value", "change", **base))
+    if prev is not None:
+        changes += _missing(cur, prev)
+    return changes
+
+
+def _missing(cur: dict, prev: dict) -> list[Change]:
+    """Characteristics measured in the previous run and absent tonight: regressions, except
+    those of a test whose probe is declared unmeasurable tonight (a note)."""
+    declared = {r.get("test") for (_, k), r in cur.items() if k.startswith("unmeasurable.")}
+    out = []
+    for (arch, key), p in prev.items():
+        if (arch, key) in cur or p.get("status") not in GOOD + ("unstable",):
+            continue
+        if p.get("test") in declared:
+            out.append(Change("missing", "note", key=key, arch=arch, old=p.get("value"),
+                              unit=p.get("unit", ""), status_old=p.get("status", ""),
+                              detail="declared unmeasurable tonight (expectation file)"))
+        else:
+            out.append(Change("missing", "regression", key=key, arch=arch,
+                              old=p.get("value"), unit=p.get("unit", ""),
+                              status_old=p.get("status", ""), detail=(
+                                  "measured in the previous run, absent tonight "
+                                  "(skipped or not run)")))
+    return out
+
+
+def junit_failures(path: Path) -> list[dict]:
+    """Failed/errored test cases of a junit XML: id, message, text."""
+    out = []
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return out
+    for tc in root.iter("testcase"):
+        for tag in ("failure", "error"):
+            for el in tc.findall(tag):
+                nodeid = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+                out.append({"test": nodeid, "kind": tag, "message": el.get("message", ""),
+                            "text": el.text or ""})
+    return out
+
+
+_SNAPSHOT_FAILURE = re.compile(r"\[- snapshot\]|[Ss]napshot .{0,200}does not exist")
+
+
+def is_snapshot_failure(f: dict) -> bool:
+    """syrupy's own assertion (received != snapshot, or no snapshot yet), not any failure of
+    a test that happens to take a snapshot fixture."""
+    return bool(_SNAPSHOT_FAILURE.search(f"{f['message']}\n{f['text']}"))
+
+
+def sass_diff(f: dict, limit: int = 120) -> str:
+    """The diff syrupy printed for a failed snapshot assertion (E-lines, lines with - / +)."""
+    lines = [ln[2:] if ln.startswith("E ") else ln for ln in f["text"].splitlines()
+             if ln.startswith("E ")]
+    if not lines:
+        lines = f["message"].splitlines()
+    return "\n".join(lines[:limit]) + (f"\n... {len(lines) - limit} more lines"
+                                       if len(lines) > limit else "")
+
+
+def _test_name(test: str) -> str:
+    """The test's function and parameters (junit and pytest spell the module differently)."""
+    return test.split("::")[-1]
+
+
+def failure_change(f: dict) -> Change:
+    """A failed test as a change: a snapshot failure (the SASS changed, with its diff) or
+    another failed test (its message)."""
+    if is_snapshot_failure(f):
+        return Change("sass", "regression", key=f["test"], detail=sass_diff(f))
+    return Change("test", "regression", key=f["test"], detail=(f["message"] or f["text"])[:400])
+
+
+def failure_changes(failures: list[dict], results: list[dict],
+                    previous_changes: list[dict] | None = None,
+                    previous_failures: list[dict] | None = None) -> list[Change]:
+    """Snapshot failures (the SASS changed) and failed tests that recorded no failing result.
+    One that the previous run reported identically (same test, same diff or message: from a
+    nightly.json's changes or a gpuchar-results.json's meta.failures) is a known failure: a
+    note, not a regression."""
+    failing_tests = {r.get("test") for r in results if r.get("status") in ("fail", "error")}
+    known = {(c.get("kind"), _test_name(c.get("key", "")), c.get("detail"))
+             for c in previous_changes or []}
+    known |= {(c.kind, _test_name(c.key), c.detail)
+              for c in map(failure_change, previous_failures or [])}
+    out = []
+    for f in failures:
+        if any(t and (f["test"].endswith(t.split("::")[-1]) or t == f["test"])
+               for t in failing_tests) and not is_snapshot_failure(f):
+            continue
+        c = failure_change(f)
+        if (c.kind, _test_name(c.key), c.detail) in known:
+            c.severity = "note"
+        out.append(c)
+    return out
+
+
+def verdict(changes: list[Change], pytest_exit: int | None, have_results: bool) -> int:
+    if pytest_exit not in (0, 1) or not have_results:
+        return EXIT_BROKEN
+    if any(c.severity == "regression" for c in changes):
+        return EXIT_REGRESSION
+    if any(c.severity == "change" for c in changes):
+        return EXIT_WITHIN_TOLERANCE
+    return EXIT_NO_CHANGE
+
+
+# --- repeatability of two runs (SPEC: integer cycles identical, other figures within 1%) ------
+
+STABLE = ("pass", "fail", "measured")
+
+
+def _values(results: list[dict]) -> dict[tuple[str, str], dict]:
+    return {(r["arch"], r["key"]): r for r in results if r.get("value") is not None}
+
+
+def repeatability(first: list[dict], second: list[dict]) -> dict:
+    """Per topic (the first part of each key): cycle figures (unit cycles or cycles/op) with
+    identical integer cycles, other figures (throughput, ratios, errors) within 1%, and the
+    characteristics unstable in either run (counted apart: they already say they are not
+    repeatable); the worst differences and the status changes."""
+    a, b = _values(first), _values(second)
+    common = sorted(set(a) & set(b))
+    topics: dict = defaultdict(lambda: {"cycles": 0, "cycles_same": 0, "other": 0,
+                                        "other_1pc": 0, "unstable": 0, "differs": []})
+    for k in common:
+        ra, rb = a[k], b[k]
+        t = topics[k[1].split(".")[0]]
+        if ra["status"] not in STABLE or rb["status"] not in STABLE:
+            t["unstable"] += 1
+            continue
+        va, vb = float(ra["value"]), float(rb["value"])
+        if str(ra.get("unit", "")).startswith("cycles"):
+            t["cycles"] += 1
+            if round(va) == round(vb):
+                t["cycles_same"] += 1
+            else:
+                t["differs"].append((abs(va - vb), f"{k[1]}: {va:.2f} vs {vb:.2f} {ra['unit']}"))
+        else:
+            t["other"] += 1
+            rel = abs(va - vb) / max(abs(va), abs(vb), 1e-300)
+            if rel <= 0.01:
+                t["other_1pc"] += 1
+            else:
+                t["differs"].append((rel * 100, f"{k[1]}: {va:.4g} vs {vb:.4g} "
+                                                f"{ra.get('unit', '')} ({rel:.1%})"))
+    status_changes = [f"{k[1]}: {a[k]['status']} -> {b[k]['status']}" for k in common
+                      if a[k]["status"] != b[k]["status"]]
+    return {"common": len(common), "topics": dict(topics), "status_changes": status_changes}
+
+
+def _share(n: int, d: int) -> str:
+    return f"{n}/{d} ({100 * n / d:.1f}%)" if d else "0/0"
+
+
+def repeatability_lines(rep: dict) -> list[str]:
+    """The repeatability as text: one line per topic, the total, what differs."""
+    lines = [f"characteristics in both runs: {rep['common']}"]
+    tot = defaultdict(int)
+    for name in sorted(rep["topics"]):
+        t = rep["topics"][name]
+        for k in ("cycles", "cycles_same", "other", "other_1pc", "unstable"):
+            tot[k] += t[k]
+        parts = []
+        if t["cycles"]:
+            parts.append(f"identical integer cycles {_share(t['cycles_same'], t['cycles'])}")
+        if t["other"]:
+            parts.append(f"other figures within 1% {_share(t['other_1pc'], t['other'])}")
+        parts.append(f"unstable in a run: {t['unstable']}")
+        lines.append(f"{name}: " + "; ".join(parts))
+    if tot["cycles"]:
+        lines.append(f"ALL: identical integer cycles {_share(tot['cycles_same'], tot['cycles'])}"
+                     f"; other figures within 1% {_share(tot['other_1pc'], tot['other'])}; "
+                     f"unstable in a run: {tot['unstable']}")
+    for name in sorted(rep["topics"]):
+        for _, line in sorted(rep["topics"][name]["differs"], reverse=True):
+            lines.append(f"  differs: {line}")
+    lines.append(f"status changes between runs: {len(rep['status_changes'])}")
+    lines += [f"  {s}" for s in rep["status_changes"]]
+    return lines

@@ -1,0 +1,563 @@
+"""Per-arch expectation files: schema validation with file:line:key errors, lookup with
+per-device overrides, comparison of a measurement, and atomic regeneration from a run.
+
+Files: ``expectations/<arch>.yaml`` holds the instruction tables; each topic of the suite has
+its own directory of per-arch files, ``expectations/<topic>/<arch>.yaml`` (topics: TOPICS),
+whose characteristic keys all start with ``<topic>.``. ``load(arch)`` merges an arch's files; a
+key defined in two files is an error naming both. Regeneration writes each key back to the file
+of its topic, so the topics (and the archs) never overwrite each other.
+
+File layout::
+
+    schema: 1
+    arch: sm_80
+    description: free text
+    sources:                       # short names used by the entries' `source`
+      ampere22: "Abdelkhalik et al., Demystifying the Nvidia Ampere Architecture ..., 2022"
+    characteristics:
+      latency.add.u32:             # <kind>.<row>
+        value: 4                   # or  range: [190, 235]  or  one_of: [0, 6]  or  value: null
+        unit: cycles
+        tolerance: {abs: 1, rel: 0.1}   # required for any numeric expectation
+        source: ampere22 Table II
+        method: ...                # optional: how the figure was measured
+        note: ...                  # optional
+        provenance: {...}          # optional: a measured run's device/driver/toolkit/clock/date
+    mappings:
+      add.u32:
+        paper: IADD                # SASS as the paper printed it (historical record)
+        source: ampere22 Table V
+    devices:                       # per-device overrides of characteristics
+      "NVIDIA H100 80GB HBM3":
+        characteristics: {...}
+
+Only safe YAML loading is used.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import archs
+
+SCHEMA_VERSION = 1
+# Topic directories under ROOT; a key "memory.latency.l1" lives in memory/<arch>.yaml.
+TOPICS = ("memory", "tensor", "numerics", "throughput", "dpx", "movement")
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent / "expectations"
+TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
+            "devices", "provenance", "unmeasurable"}
+UNMEASURABLE_KEYS = {"reason", "sass", "source", "compiler"}
+ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
+              "provenance", "status"}
+UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
+         "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
+         "ops/clk", "B/clk", "bits", "percent"}
+
+
+class ExpectationError(ValueError):
+    """A malformed expectation file: the message starts with file:line: and names the key."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    key: str
+    unit: str
+    value: float | None = None
+    range: tuple[float, float] | None = None
+    one_of: tuple[float, ...] | None = None
+    abs_tol: float = 0.0
+    rel_tol: float = 0.0
+    source: str = ""
+    method: str = ""
+    note: str = ""
+    origin: str = ""          # file:line the entry came from
+
+    @property
+    def numeric(self) -> bool:
+        return self.value is not None or self.range is not None or self.one_of is not None
+
+    def allowance(self, ref: float) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(ref))
+
+    def check(self, measured: float) -> bool:
+        if measured is None or not math.isfinite(measured):
+            return False   # NaN/Inf never passes as "within tolerance"
+        if self.range is not None:
+            lo, hi = self.range
+            return lo - self.allowance(lo) <= measured <= hi + self.allowance(hi)
+        if self.one_of is not None:
+            return any(abs(measured - v) <= self.allowance(v) for v in self.one_of)
+        if self.value is not None:
+            return abs(measured - self.value) <= self.allowance(self.value)
+        return True
+
+    def describe(self) -> str:
+        tol = []
+        if self.abs_tol:
+            tol.append(f"±{self.abs_tol:g}")
+        if self.rel_tol:
+            tol.append(f"±{self.rel_tol:.0%}")
+        t = f" ({' or '.join(tol)})" if tol else ""
+        if self.range is not None:
+            return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}"
+        if self.one_of is not None:
+            return f"one of {', '.join(f'{v:g}' for v in self.one_of)} {self.unit}{t}"
+        if self.value is not None:
+            return f"{self.value:g} {self.unit}{t}"
+        return f"(no numeric value: {self.note or 'see source'})"
+
+    def deviation(self, measured: float) -> float | None:
+        ref = self.value
+        if ref is None and self.range is not None:
+            lo, hi = self.range
+            ref = lo if measured < lo else hi if measured > hi else measured
+        if ref is None and self.one_of is not None:
+            ref = min(self.one_of, key=lambda v: abs(v - measured))
+        return None if ref is None else measured - ref
+
+
+@dataclass(frozen=True)
+class Unmeasurable:
+    """A probe that cannot be made valid with today's compilers, declared with the SASS fact
+    that prevents it: `sass` is a regular expression its "probe invalid" verdict (message and
+    listing) must match on every run, so a compiler that stops doing it is noticed."""
+    probe: str
+    reason: str
+    sass: str
+    source: str = ""
+    origin: str = ""
+    compiler: str = ""       # regex on the compiler's tag ("jit-driver-", "ptxas-13"): "" = any
+
+    def explains(self, verdict: str) -> bool:
+        return re.search(self.sass, verdict) is not None
+
+    def applies(self, compiler: str) -> bool:
+        """Does the declaration speak of SASS made by this compiler (its snapshot tag)?"""
+        return not self.compiler or re.search(self.compiler, compiler) is not None
+
+
+@dataclass
+class ArchExpectations:
+    arch: str
+    path: Path
+    characteristics: dict[str, Expected]
+    mappings: dict[str, dict[str, Any]]
+    devices: dict[str, dict[str, Expected]]
+    sources: dict[str, str]
+    raw: dict = field(repr=False, default_factory=dict)
+    unmeasurable: dict[str, Unmeasurable] = field(default_factory=dict)
+
+    def get(self, key: str, device: str | None = None) -> Expected | None:
+        if device and device in self.devices and key in self.devices[device]:
+            return self.devices[device][key]
+        return self.characteristics.get(key)
+
+
+# --- loading with line numbers -----------------------------------------------------------
+
+def _err(path: Path, node, key: str, msg: str) -> ExpectationError:
+    line = node.start_mark.line + 1 if node is not None else 0
+    return ExpectationError(f"{path}:{line}: {key}: {msg}")
+
+
+def _mapping_items(path: Path, node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, key, "expected a mapping")
+    seen = set()
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode):
+            raise _err(path, k, key, "keys must be plain strings")
+        if k.value in seen:
+            raise _err(path, k, f"{key}.{k.value}" if key else k.value, "duplicate key")
+        seen.add(k.value)
+        yield k.value, k, v
+
+
+def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
+    val = _construct(node)
+    if val is None and allow_null:
+        return None
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise _err(path, node, key, f"expected a number, got {val!r}")
+    return float(val)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def _construct(node):
+    """The Python value of a YAML node (safe types only)."""
+    try:
+        return _CONSTRUCTOR.construct_object(node, deep=True)
+    finally:
+        _CONSTRUCTOR.constructed_objects.clear()
+        _CONSTRUCTOR.recursive_objects.clear()
+
+
+def _entry(path: Path, key: str, node, key_node=None) -> Expected:
+    fields = dict((k, (kn, v)) for k, kn, v in _mapping_items(path, node, key))
+    at = key_node if key_node is not None else node   # "missing ..." errors point at the key
+    for k, (kn, _) in fields.items():
+        if k not in ENTRY_KEYS:
+            raise _err(path, kn, f"{key}.{k}",
+                       f"unknown field; allowed: {', '.join(sorted(ENTRY_KEYS))}")
+    if "unit" not in fields:
+        raise _err(path, at, key, "missing 'unit'")
+    unit = _construct(fields["unit"][1])
+    if unit not in UNITS:
+        raise _err(path, fields["unit"][1], f"{key}.unit",
+                   f"unknown unit {unit!r}; one of {', '.join(sorted(UNITS))}")
+    given = [k for k in ("value", "range", "one_of") if k in fields]
+    if not given:
+        raise _err(path, at, key, "missing 'value' (or 'range' / 'one_of')")
+    if len(given) > 1:
+        raise _err(path, at, key, f"give only one of value/range/one_of, not {given}")
+    value = rng = one_of = None
+    if "value" in fields:
+        value = _number(path, fields["value"][1], f"{key}.value", allow_null=True)
+    if "range" in fields:
+        n = fields["range"][1]
+        if not isinstance(n, yaml.SequenceNode) or len(n.value) != 2:
+            raise _err(path, n, f"{key}.range", "expected [low, high]")
+        lo, hi = (_number(path, x, f"{key}.range") for x in n.value)
+        if lo > hi:
+            raise _err(path, n, f"{key}.range", f"low {lo:g} > high {hi:g}")
+        rng = (lo, hi)
+    if "one_of" in fields:
+        n = fields["one_of"][1]
+        if not isinstance(n, yaml.SequenceNode) or not n.value:
+            raise _err(path, n, f"{key}.one_of", "expected a non-empty list of numbers")
+        one_of = tuple(_number(path, x, f"{key}.one_of") for x in n.value)
+    numeric = value is not None or rng is not None or one_of is not None
+    abs_tol = rel_tol = 0.0
+    if "tolerance" in fields:
+        tn = fields["tolerance"][1]
+        for tk, tkn, tv in _mapping_items(path, tn, f"{key}.tolerance"):
+            if tk not in ("abs", "rel"):
+                raise _err(path, tkn, f"{key}.tolerance.{tk}", "allowed: abs, rel")
+            v = _number(path, tv, f"{key}.tolerance.{tk}")
+            if v < 0:
+                raise _err(path, tv, f"{key}.tolerance.{tk}", "must be >= 0")
+            if tk == "abs":
+                abs_tol = v
+            else:
+                rel_tol = v
+    elif numeric and rng is None:
+        raise _err(path, at, key, "missing 'tolerance' (abs and/or rel)")
+    if value is None and not numeric and "note" not in fields:
+        raise _err(path, at, key, "value: null needs a 'note' saying why")
+    text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
+    if "source" not in text:
+        raise _err(path, at, key, "missing 'source'")
+    return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
+                    text.get("method", ""), text.get("note", ""),
+                    f"{path}:{node.start_mark.line + 1}")
+
+
+MAX_FILE_BYTES = 4 * 2**20     # an expectation file is a few hundred KB at most
+
+
+def load_file(path: str | Path) -> ArchExpectations:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ExpectationError(f"{path}:0: (file): {size / 2**20:.1f} MiB, over the "
+                                   f"{MAX_FILE_BYTES // 2**20} MiB limit of an expectation file")
+        text = path.read_text()
+    except OSError as e:
+        raise ExpectationError(f"{path}:0: (file): cannot read: {e}") from e
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> ArchExpectations:
+    """Validate and load expectation YAML text; `path` names it in errors."""
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
+        raw = _construct(root) if root is not None else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else 0
+        raise ExpectationError(f"{path}:{line}: (syntax): {getattr(e, 'problem', e)}") from e
+    if root is None:
+        raise ExpectationError(f"{path}:1: (file): empty expectation file")
+    top = {k: (kn, v) for k, kn, v in _mapping_items(path, root, "")}
+    for k, (kn, _) in top.items():
+        if k not in TOP_KEYS:
+            raise _err(path, kn, k, f"unknown top-level key; allowed: {', '.join(sorted(TOP_KEYS))}")
+    for req in ("schema", "arch"):
+        if req not in top:
+            raise _err(path, root, req, "missing")
+    schema = _construct(top["schema"][1])
+    if schema != SCHEMA_VERSION:
+        raise _err(path, top["schema"][1], "schema", f"unsupported version {schema!r}")
+    arch_node = top["arch"][1]
+    arch = _construct(arch_node)
+    try:
+        arch = archs.validate(str(arch))
+    except archs.UnknownArch as e:
+        raise _err(path, arch_node, "arch", str(e)) from None
+    if path.stem != arch and path.stem.startswith("sm_"):
+        raise _err(path, arch_node, "arch", f"file is named {path.name} but says {arch}")
+    topic = path.parent.name if path.parent.name in TOPICS else None
+    chars = {}
+    if "characteristics" in top:
+        for k, kn, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
+            if topic and not k.startswith(topic + "."):
+                raise _err(path, kn, k, f"a key in {topic}/ must start with '{topic}.'")
+            if not topic and k.split(".")[0] in TOPICS:
+                raise _err(path, kn, k, f"belongs in {k.split('.')[0]}/{path.name}")
+            chars[k] = _entry(path, k, v, kn)
+    mappings = {}
+    if "mappings" in top:
+        for k, kn, v in _mapping_items(path, top["mappings"][1], "mappings"):
+            m = _construct(v)
+            if not isinstance(m, dict) or "paper" not in m and "sass" not in m:
+                raise _err(path, v, f"mappings.{k}", "expected a mapping with 'paper' and/or 'sass'")
+            mappings[k] = m
+    devices = {}
+    if "devices" in top:
+        for dname, _, dnode in _mapping_items(path, top["devices"][1], "devices"):
+            dd = {}
+            for sk, skn, sv in _mapping_items(path, dnode, f"devices.{dname}"):
+                if sk != "characteristics":
+                    raise _err(path, skn, f"devices.{dname}.{sk}", "allowed: characteristics")
+                for k, kn, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
+                    dd[k] = _entry(path, f"devices.{dname}.{k}", v, kn)
+            devices[dname] = dd
+    sources = _construct(top["sources"][1]) if "sources" in top else {}
+    unmeasurable = _unmeasurable(path, top["unmeasurable"][1]) if "unmeasurable" in top else {}
+    return ArchExpectations(arch, path, chars, mappings, devices, sources or {}, raw,
+                            unmeasurable)
+
+
+def _unmeasurable(path: Path, node) -> dict[str, Unmeasurable]:
+    out = {}
+    for name, kn, v in _mapping_items(path, node, "unmeasurable"):
+        fields = {k: (kk, vv) for k, kk, vv in _mapping_items(path, v, f"unmeasurable.{name}")}
+        for k, (kk, _) in fields.items():
+            if k not in UNMEASURABLE_KEYS:
+                raise _err(path, kk, f"unmeasurable.{name}.{k}",
+                           f"unknown key; allowed: {', '.join(sorted(UNMEASURABLE_KEYS))}")
+        for req in ("reason", "sass"):
+            if req not in fields:
+                raise _err(path, v, f"unmeasurable.{name}.{req}", "missing")
+        text = {k: _construct(vv) for k, (_, vv) in fields.items()}
+        if not all(isinstance(x, str) and x for x in text.values()):
+            raise _err(path, v, f"unmeasurable.{name}", "reason, sass and source are text")
+        for k in ("sass", "compiler"):
+            try:
+                re.compile(text.get(k, ""))
+            except re.error as e:
+                raise _err(path, fields[k][1], f"unmeasurable.{name}.{k}",
+                           f"not a regular expression: {e}") from None
+        out[name] = Unmeasurable(name, text["reason"], text["sass"], text.get("source", ""),
+                                 f"{path}:{kn.start_mark.line + 1}", text.get("compiler", ""))
+    return out
+
+
+def default_root(start: Path | None = None) -> Path:
+    """Where the expectation files are: $GPUCHAR_EXPECTATIONS, else `start`/expectations
+    (the current directory: the project a command is run in), else the directory beside
+    the package source (an editable install)."""
+    env = os.environ.get("GPUCHAR_EXPECTATIONS")
+    if env:
+        return Path(env)
+    here = Path(start or Path.cwd()) / "expectations"
+    return here if here.is_dir() else PACKAGE_ROOT
+
+
+def available(root: Path) -> dict[str, Path]:
+    """arch -> file for every expectations/<arch>.yaml (the instruction tables)."""
+    return {p.stem: p for p in sorted(Path(root).glob("sm_*.yaml"))}
+
+
+def arch_files(arch: str, root: Path) -> list[Path]:
+    """Every file holding `arch`'s expectations: <arch>.yaml first, then each topic's."""
+    root = Path(root)
+    return [p for p in [root / f"{arch}.yaml"] + [root / t / f"{arch}.yaml" for t in TOPICS]
+            if p.exists()]
+
+
+def all_files(root: Path) -> list[Path]:
+    root = Path(root)
+    return sorted(root.glob("sm_*.yaml")) + sorted(
+        p for t in TOPICS for p in (root / t).glob("sm_*.yaml"))
+
+
+def file_for(key: str, arch: str, root: Path) -> Path:
+    """The file a characteristic key belongs in (by its topic prefix)."""
+    root = Path(root)
+    topic = key.split(".")[0]
+    return root / topic / f"{arch}.yaml" if topic in TOPICS else root / f"{arch}.yaml"
+
+
+def merge(parts: list[ArchExpectations]) -> ArchExpectations:
+    """One arch's files as one: a key (characteristic, mapping or per-device override) defined
+    in two files is an error naming both."""
+    first = parts[0]
+    out = ArchExpectations(first.arch, first.path, {}, {}, {}, {}, first.raw)
+    seen: dict[str, str] = {}
+    for p in parts:
+        for k, e in p.characteristics.items():
+            if k in out.characteristics:
+                raise ExpectationError(f"{e.origin}: {k}: also defined at "
+                                       f"{out.characteristics[k].origin}")
+            out.characteristics[k] = e
+        for k, m in p.mappings.items():
+            if k in out.mappings:
+                raise ExpectationError(f"{p.path}:0: mappings.{k}: also defined in {seen[k]}")
+            out.mappings[k], seen[k] = m, str(p.path)
+        for dname, dd in p.devices.items():
+            target = out.devices.setdefault(dname, {})
+            for k, e in dd.items():
+                if k in target:
+                    raise ExpectationError(f"{e.origin}: devices.{dname}.{k}: also defined at "
+                                           f"{target[k].origin}")
+                target[k] = e
+        out.sources.update(p.sources)
+        for k, u in p.unmeasurable.items():
+            if k in out.unmeasurable:
+                raise ExpectationError(f"{u.origin}: unmeasurable.{k}: also defined at "
+                                       f"{out.unmeasurable[k].origin}")
+            out.unmeasurable[k] = u
+    return out
+
+
+def load(arch: str, root: Path) -> ArchExpectations | None:
+    """`arch`'s expectations from all its files (None if it has none)."""
+    files = arch_files(arch, root)
+    return merge([load_file(f) for f in files]) if files else None
+
+
+class Store:
+    """The expectation files of one session (or command): a root directory, each arch's
+    files loaded and merged once."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = Path(root) if root is not None else default_root()
+        self._loaded: dict[str, ArchExpectations | None] = {}
+
+    def load(self, arch: str) -> ArchExpectations | None:
+        if arch not in self._loaded:
+            self._loaded[arch] = load(arch, self.root)
+        return self._loaded[arch]
+
+    def available(self) -> dict[str, Path]:
+        return available(self.root)
+
+    def files(self) -> list[Path]:
+        return all_files(self.root)
+
+    def clear(self) -> None:
+        self._loaded.clear()
+
+
+# --- regeneration from a measured run (never done by a test run) ---------------------------
+
+def atomic_write(path: Path, text: str) -> None:
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _rounded(v: float) -> float:
+    """Cycles to 2 decimals; small figures (errors of 1e-8) to 4 significant digits."""
+    return round(v, 2) if v == 0 or abs(v) >= 1 else float(f"{v:.4g}")
+
+
+SPEC_BARS = (".peak_fraction.", ".achieved_peak")   # SPEC's quality bars: never regenerated
+
+
+def is_spec_bar(key: str) -> bool:
+    return any(b in key or key.endswith(b.lstrip(".")) for b in SPEC_BARS)
+
+
+def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float = 0.05) -> dict:
+    """The expectation entry a measured result becomes: an existing entry keeps its tolerance
+    and note; a new one takes the tolerance its test proposed (data.tolerance: a bool or an
+    error needs its own) or the default; the run's provenance is recorded."""
+    prov = r.get("provenance") or {}
+    entry = {
+        "value": _rounded(float(r["value"])),
+        "unit": r.get("unit", "cycles"),
+        "tolerance": old.get("tolerance") or (r.get("data") or {}).get("tolerance")
+        or {"abs": abs_tol, "rel": rel_tol},
+        "source": f"measured {str(prov.get('date', ''))[:10]} on {prov.get('device', '?')}",
+        "method": r.get("method", ""),
+        "provenance": {k: prov[k] for k in sorted(prov)},
+    }
+    if "note" in old:
+        entry["note"] = old["note"]
+    return entry
+
+
+def write_entries(path: Path, entries: dict[str, dict], device: str | None = None) -> None:
+    """Replace or add these entries in `path` (the arch values, or the `device` section),
+    keeping every other line of the file: validated, then written atomically."""
+    from .yamledit import set_entries
+    path = Path(path)
+    text = path.read_text() if path.exists() else \
+        f"schema: {SCHEMA_VERSION}\narch: {path.stem}\ncharacteristics: {{}}\n"
+    section = ["devices", device, "characteristics"] if device else ["characteristics"]
+    text = set_entries(text, section, entries)
+    parse(text, path)   # validate before replacing: a bad write must never land
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text)
+
+
+def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
+                        abs_tol: float = 1.0, rel_tol: float = 0.05,
+                        keys: set[str] | None = None) -> list[str]:
+    """Write measured values into an expectation file: atomically, keeping every entry it does
+    not change, the file's comments and order and its own provenance. Results that are
+    invalid, unstable, errors or SPEC's bars are never written. Returns the keys written."""
+    path = Path(path)
+    data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    target = data.get("characteristics") or {}
+    if device:
+        target = (((data.get("devices") or {}).get(device) or {}).get("characteristics")
+                  or {})
+    entries: dict[str, dict] = {}
+    for r in results:
+        if r.get("arch") != path.stem or r.get("value") is None or r.get("status") in (
+                "invalid", "unstable", "error") or is_spec_bar(r.get("key", "")):
+            continue
+        if keys and r["key"] not in keys:
+            continue
+        entries[r["key"]] = measured_entry(r, target.get(r["key"]) or {}, abs_tol=abs_tol,
+                                           rel_tol=rel_tol)
+    if entries:
+        write_entries(path, entries, device)
+    return list(entries)
+
+
+def update_arch(arch: str, results: list[dict], *, root: Path,
+                device: str | None = None, abs_tol: float = 1.0, rel_tol: float = 0.05,
+                keys: set[str] | None = None) -> dict[Path, list[str]]:
+    """update_from_results for every file of `arch` the results touch: each key goes to the
+    file of its topic (file_for). Returns file -> keys written."""
+    by_file: dict[Path, set[str]] = {}
+    for r in results:
+        if r.get("arch") == arch and r.get("key") and (not keys or r["key"] in keys):
+            by_file.setdefault(file_for(r["key"], arch, root), set()).add(r["key"])
+    return {path: update_from_results(path, results, device=device, abs_tol=abs_tol,
+                                      rel_tol=rel_tol, keys=ks)
+            for path, ks in sorted(by_file.items())}

@@ -1,0 +1,89 @@
+"""Results of a run: each characteristic measured (or checked) with its expectation, status
+and provenance; written as JSON (machine-readable) and Markdown (for people)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import fleet, generations
+from .judge import Result, Status
+
+ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.results: list[Result] = []
+        self.meta: dict = {}
+        # files a test wrote into the report directory (plots, curves): name, caption, test
+        self.artifacts: list[dict] = []
+        self.generations = None     # generations.Table of the run's figures, set at the end
+
+    def add(self, r: Result) -> Result:
+        self.results.append(r)
+        return r
+
+    def by_status(self, *statuses: Status) -> list[Result]:
+        return [r for r in self.results if r.status in statuses]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.status.value] = out.get(r.status.value, 0) + 1
+        return dict(sorted(out.items()))
+
+    def add_artifact(self, name: str, caption: str, test: str = "") -> None:
+        """A file under the report directory's artifacts/ (plots, curves) to list in it."""
+        self.artifacts.append({"name": name, "caption": caption, "test": test})
+
+    def to_json(self) -> dict:
+        return {"meta": self.meta, "results": [r.as_dict() for r in self.results],
+                "artifacts": self.artifacts}
+
+    def write(self, directory: Path) -> tuple[Path, Path]:
+        directory.mkdir(parents=True, exist_ok=True)
+        jpath = directory / "gpuchar-results.json"
+        jpath.write_text(json.dumps(self.to_json(), indent=1, sort_keys=False, default=str))
+        mpath = directory / "gpuchar-summary.md"
+        mpath.write_text(self.markdown())
+        return jpath, mpath
+
+    def markdown(self) -> str:
+        m = self.meta
+        out = ["# pytest-gpuchar run", ""]
+        for k in ("date", "archs", "device", "driver", "cuda_driver_api", "ptxas",
+                  "sm_clock_measured_mhz", "wall_s"):
+            if k in m:
+                out.append(f"- **{k}**: {m[k]}")
+        out += ["", "Status counts: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
+                ""]
+        groups = [("Failed or unstable", (Status.FAIL, Status.UNSTABLE, Status.INVALID,
+                                          Status.ERROR)),
+                  ("Measured", (Status.PASS, Status.MEASURED)),
+                  ("Notes (mappings against the paper, JIT vs ptxas)", (Status.INFO,))]
+        for title, sts in groups:
+            rows = [r for r in self.results if r.status in sts]
+            if not rows:
+                continue
+            out += [f"## {title}", "",
+                    "| arch | characteristic | measured | unit | spread | expected | deviation "
+                    "| status | detail |", "|---|---|---|---|---|---|---|---|---|"]
+            for r in rows:
+                val = "" if r.value is None else f"{r.value:.2f}"
+                spr = "" if r.spread is None else f"{r.spread:.2f}"
+                dev = "" if r.deviation is None else f"{r.deviation:+.2f}"
+                detail = r.detail.replace("|", "/").replace("\n", " ")[:160]
+                out.append(f"| {r.arch} | {r.key} | {val} | {r.unit} | {spr} | {r.expected} | "
+                           f"{dev} | {r.status.value} | {detail} |")
+            out.append("")
+        out += fleet.markdown(fleet.compare(self.results))
+        if self.generations is not None:
+            out += generations.markdown(self.generations)
+        if self.artifacts:
+            out += ["## Plots and data", ""]
+            for a in self.artifacts:
+                link = f"{ARTIFACTS}/{a['name']}"
+                shown = f"![{a['caption']}]({link})" if a["name"].endswith(".png") else \
+                    f"[{a['name']}]({link})"
+                out += [f"**{a['caption']}** ({a['test']})", "", shown, ""]
+        return "\n".join(out) + "\n"

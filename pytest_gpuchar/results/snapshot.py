@@ -1,0 +1,85 @@
+"""syrupy extension for SASS listings: one readable ``.sass`` text file per snapshot.
+
+Importable with a no-argument constructor (pytest-xdist workers re-create extensions by import
+path). Each compiler and arch keeps its own directory, ``__sass__/<compiler>/<arch>/<test
+module>/`` beside the test module (``__sass__/ptxas-13.5.37/sm_80/...``,
+``__sass__/jit-driver-580.159.04/sm_90/...``): a compiler or driver change shows up as a diff
+against that compiler's own record, ``diff -r`` between two directories shows what a compiler
+upgrade changed, and ``--snapshot-update`` never deletes the record of another compiler or of an
+arch that was not run (syrupy only looks into the directories in use; ``__snapshots__``, which
+syrupy's default extension sweeps for unknown files, is not used).
+"""
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+COMPILER = pytest.StashKey[str]()
+SASS_DIR = "__sass__"
+UNTAGGED = "no-compiler"
+
+
+def use_compiler(item: pytest.Item, tag: str) -> None:
+    """Record which compiler (and arch) produced the SASS this test snapshots
+    ('ptxas-13.5.37/sm_80')."""
+    item.stash[COMPILER] = tag
+
+
+@functools.lru_cache(maxsize=None)
+def _file_name(cls, snapshot_name: str) -> str:
+    """The file a test's snapshot is written to (syrupy's sanitised, length-limited name)."""
+    clean = cls._sanitize_filename(snapshot_name)[: cls._max_stem_length()]
+    return f"{clean}.{cls.file_extension}"
+
+
+class SASSSnapshotExtension(SingleFileSnapshotExtension):
+    file_extension = "sass"
+    _write_mode = WriteMode.TEXT
+
+    @classmethod
+    def dirname(cls, *, test_location) -> str:
+        # a test that was skipped before it named its compiler has no snapshot to look at
+        tag = test_location.item.stash.get(COMPILER, UNTAGGED)
+        return str(Path(test_location.filepath).parent / SASS_DIR / tag / test_location.basename)
+
+    @classmethod
+    def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
+        """Does this snapshot file belong to this test? One file per test, named after it, in
+        the directory of its module: an exact comparison of names. (syrupy's general check,
+        with its path parsing and Unicode sanitising, is made for every snapshot against every
+        test of the same module when it looks for unused snapshots: on this suite, thousands
+        of files times thousands of tests, minutes at the end of a run.)"""
+        head, name = os.path.split(snapshot_location)
+        if os.path.basename(head) != test_location.basename:
+            return False
+        return name == _file_name(cls, test_location.snapshot_name)
+
+    def serialize(self, data, **kwargs) -> str:
+        if not isinstance(data, str):
+            raise TypeError(f"SASS snapshots take normalised SASS text, not {type(data).__name__}")
+        return data
+
+    @classmethod
+    def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
+        """Atomically (temp file + rename): a run interrupted or out of disk space mid-write
+        leaves the old snapshot or the new one, never half of one (syrupy truncates the file
+        and writes into it)."""
+        path = Path(snapshot_collection.location)
+        data = next(iter(snapshot_collection)).data
+        if not isinstance(data, str):
+            raise TypeError(f"SASS snapshots take text, not {type(data).__name__}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise

@@ -1,0 +1,170 @@
+"""The `gpuchar` section of the terminal summary, one screen: what ran per arch, the results
+by status, what failed or moved, invalid probes grouped by cause, skips grouped by reason.
+Everything else is in the report (--gpuchar-report DIR) or with -v."""
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+from .judge import Status
+
+MAX_LISTED = 30   # rows of one kind listed
+WIDTH = 150       # characters per line at most
+STATUS_WORDS = {"pass": "passed", "fail": "failed", "unstable": "unstable",
+                "invalid": "probes invalid", "measured": "measured (no expectation)",
+                "info": "PTX->SASS mapping notes", "error": "errors"}
+
+
+def _line(tr, text: str, **markup) -> None:
+    tr.write_line(text if len(text) <= WIDTH else text[:WIDTH - 3] + "...", **markup)
+
+
+def write(tr, st) -> None:
+    rec = st.recorder
+    if not (rec.results or st.skip_reasons or st.static_ran or st.static_skipped or
+            st.snapshots_kept or "acceptance" in rec.meta):
+        return
+    tr.section("gpuchar")
+    verbose = tr.config.getoption("verbose") > 0
+    _static(tr, st)
+    counts = rec.counts()
+    if counts:
+        _line(tr, "results: " + ", ".join(f"{v} {STATUS_WORDS.get(k, k)}"
+                                          for k, v in counts.items()))
+    _measured(tr, rec)
+    _invalid(tr, rec)
+    _mappings(tr, rec, verbose)
+    _jit_vs_ptxas(tr, rec)
+    _fleet(tr, rec)
+    for reason, n in sorted(st.skip_reasons.items(), key=lambda x: -x[1])[:10]:
+        _line(tr, f"skipped {n}: {reason}")
+    if len(st.skip_reasons) > 10:
+        _line(tr, f"  ... {len(st.skip_reasons) - 10} more skip reasons (-rs lists them)")
+    _acceptance(tr, rec.meta.get("acceptance"))
+    if st.snapshots_kept:
+        _line(tr, f"snapshots: no unused snapshot reported or deleted: {st.snapshots_kept} "
+                  f"test(s) failed or errored in this run (clean-up happens in a run without "
+                  f"failures)", yellow=True)
+    if "written" in rec.meta:
+        _line(tr, "reports: " + ", ".join(rec.meta["written"]))
+
+
+def _static(tr, st) -> None:
+    archs = sorted(set(st.static_ran) | set(st.static_skipped))
+    if not archs:
+        return
+    parts = [f"{a} {st.static_ran[a]}" + (f" (skipped: {st.static_skipped[a][:70]})"
+                                            if not st.static_ran[a] else "") for a in archs]
+    _line(tr, "static checks run per arch: " + ", ".join(p for p in parts if " (" not in p))
+    for p in parts:
+        if " (" in p:
+            _line(tr, f"  {p}", yellow=True)
+    if not sum(st.static_ran.values()):
+        _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
+                  "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)
+
+
+def _measured(tr, rec) -> None:
+    measured = [r for r in rec.results if r.value is not None]
+    bad = [r for r in rec.results if r.status in (Status.FAIL, Status.UNSTABLE, Status.ERROR)]
+    moved = [r for r in rec.results if r.moved]
+    shown = bad + moved if len(measured) > 40 else measured + [r for r in bad if r.value is None]
+    if not shown:
+        return
+    if len(measured) > 40:
+        _line(tr, f"failed, unstable or moved (passed using more than half of the "
+                  f"tolerance): {len(bad)} + {len(moved)} of {len(measured)} measured")
+    _line(tr, f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
+              f"{'expected':30s} {'dev':>7s} status")
+    for r in shown[:MAX_LISTED * 2]:
+        _line(tr, r.line() + (" (moved)" if r.moved else ""))
+    if len(shown) > MAX_LISTED * 2:
+        _line(tr, f"  ... {len(shown) - MAX_LISTED * 2} more in the report "
+                  f"(--gpuchar-report DIR)")
+
+
+def cause(detail: str) -> str:
+    """The kind of an invalid probe's finding, without its probe name and counts."""
+    text = re.sub(r"^probe invalid: ", "", detail.splitlines()[0] if detail else "")
+    text = re.sub(r"^[\w./+-]+: ", "", text)                  # the probe's name
+    text = re.sub(r"^chain length \d+: ", "", text)
+    return re.split(r"[:;{]", text)[0].strip() or "(no detail)"
+
+
+def _invalid(tr, rec) -> None:
+    invalid = rec.by_status(Status.INVALID)
+    if not invalid:
+        return
+    per_arch = Counter(r.arch for r in invalid)
+    _line(tr, f"{len(invalid)} probes invalid, no number reported ("
+              + ", ".join(f"{a} {n}" for a, n in sorted(per_arch.items())) + "), by cause:")
+    groups: dict[str, list] = defaultdict(list)
+    for r in invalid:
+        groups[cause(r.detail)].append(r)
+    for why, rs in sorted(groups.items(), key=lambda x: -len(x[1])):
+        names = sorted({r.key.removeprefix("sass.") for r in rs})
+        _line(tr, f"  {len(rs):3d} {why}: {', '.join(names)}")
+
+
+def _mappings(tr, rec, verbose: bool) -> None:
+    info = [r for r in rec.by_status(Status.INFO) if r.data.get("differs")]
+    if not info:
+        return
+    per_arch = Counter(r.arch for r in info)
+    _line(tr, f"{len(info)} PTX->SASS mappings differ from the paper's record ("
+              + ", ".join(f"{a} {n}" for a, n in sorted(per_arch.items()))
+              + ("): row: paper -> today's compiler" if verbose else
+                 "; -v lists them, the report has them)"))
+    if not verbose:
+        return
+    for r in info:
+        unit = " + ".join(f"{v:g}*{k}" if v != 1 else k for k, v in r.data["unit"].items())
+        _line(tr, f"  {r.arch} {r.key[len('sass.'):]:18s} {r.data['paper']} -> "
+                  f"{unit} (ptxas {r.data['ptxas']})")
+
+
+def _jit_vs_ptxas(tr, rec) -> None:
+    """The probes whose driver-JIT SASS differs from the offline ptxas of the driver's CUDA
+    version (the driver's compiler is part of the driver: this is how a driver changes code)."""
+    compared = [r for r in rec.results if r.data.get("jit_equals_ptxas") is not None]
+    if not compared:
+        return
+    differ = sorted({r.key for r in compared if r.data["jit_equals_ptxas"] is False})
+    versions = ", ".join(sorted({str(r.data.get("ptxas")) for r in compared}))
+    _line(tr, f"driver JIT vs ptxas {versions}: {len(compared) - len(differ)} of {len(compared)} "
+              f"probes identical" + (f"; differ: {', '.join(differ)}" if differ else ""))
+
+
+def _acceptance(tr, acc: dict | None) -> None:
+    """What a --snapshot-update run accepted as the new expectations, and what it refused."""
+    if not acc:
+        return
+    if "note" in acc:
+        _line(tr, f"expectations: {acc['note']}")
+        return
+    done, refused = acc["accepted"], acc["refused"]
+    _line(tr, f"expectations accepted ({acc['level']} level): {len(done)}; refused: "
+              f"{len(refused)}")
+    for a in done[:MAX_LISTED]:
+        old = "-" if a["old"] is None else f"{a['old']:g}"
+        tol = ", ".join(f"{k} {v:g}" for k, v in a["tolerance"].items())
+        _line(tr, f"  {a['arch']} {a['key']}: {old} -> {a['new']:g} {a['unit']} (tolerance "
+                  f"{tol}) [{a['device']}]")
+    if len(done) > MAX_LISTED:
+        _line(tr, f"  ... {len(done) - MAX_LISTED} more in the report")
+    for why, n in Counter(r["why"] for r in refused).most_common(10):
+        _line(tr, f"  refused {n}: {why}")
+
+
+def _fleet(tr, rec) -> None:
+    from . import fleet
+    rows = fleet.compare(rec.results)
+    if not rows:
+        return
+    off = [r for r in rows if r.flagged]
+    boards = sorted({b for r in rows for b in r.values})
+    _line(tr, f"board to board: {len(rows)} characteristics on {len(boards)} GPUs; "
+              f"{len(off)} with a GPU outside the fleet's spread")
+    for r in off[:MAX_LISTED]:
+        for b, why in r.flagged.items():
+            _line(tr, f"  {r.arch} {r.key}: {b}: {why}", red=True)

@@ -1,0 +1,321 @@
+"""The typed state of one pytest session (as syrupy's SnapshotSession or pytest-benchmark's
+BenchmarkSession): created in pytest_configure, registered as a plugin, read by the fixtures.
+Nothing of a run is kept at module level: the device, the compiled modules, the measurements
+shared between tests, the wedged-GPU flag and the results all live here."""
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import pytest
+
+from .core import archs, sass
+from .core.build import Builds
+from .core.probe import DeclaredUnmeasurable, Probe
+from .core.verify import ProbeInvalid, Verdict
+from .results.expectations import Expected, Store, default_root
+from .results.judge import Result
+from .results.report import ARTIFACTS, Recorder
+
+T = TypeVar("T")
+
+
+class StaleDeclaration(AssertionError):
+    """A probe declared unmeasurable is valid with this compiler: the declaration is stale."""
+
+
+class RunCache:
+    """Measurements shared between tests (Table II reuses Table V's runs, a sweep feeds many
+    rows): each made once per session under its key."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple, Any] = {}
+
+    def once(self, key: tuple, make: Callable[[], T]) -> T:
+        if key not in self._runs:
+            self._runs[key] = make()
+        return self._runs[key]
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._runs
+
+
+@dataclass(eq=False)     # registered as a plugin: hashed by identity
+class GpuCharSession:
+    config: pytest.Config
+    requested: str | None
+    repeats: int
+    watchdog_s: float
+    report_dir: Path | None
+    device_index: int | None
+    expectations: Store
+    recorder: Recorder = field(default_factory=Recorder)
+    builds: Builds = field(default_factory=Builds)
+    runs: RunCache = field(default_factory=RunCache)
+    skip_reasons: Counter = field(default_factory=Counter)
+    started: float = field(default_factory=time.time)
+    controller_of_workers: bool = False
+    broken: list[str] = field(default_factory=list)      # tests that failed or errored
+    static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran
+    static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
+    snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
+    accept_level: str = "device"   # --gpuchar-accept-level
+    acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
+    _device: Any = None
+    _gpu: Any = None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> "GpuCharSession":
+        raw = config.getoption("gpu_arch")
+        if raw is None:
+            raw = config.getini("gpu_arch") or None
+        requested = None
+        if raw is not None:
+            if not raw.strip():
+                raise pytest.UsageError("--gpu-arch: empty value; valid values: "
+                                        + ", ".join(archs.KNOWN_ARCHS))
+            try:
+                requested = archs.validate(raw)
+            except archs.UnknownArch as e:
+                raise pytest.UsageError(f"--gpu-arch: {e}") from None
+        report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
+        idx = config.getoption("gpuchar_device")
+        root = default_root(config.rootpath)
+        return cls(config, requested, int(config.getoption("gpuchar_repeats")),
+                   float(config.getoption("gpuchar_watchdog")),
+                   Path(report) if report else None, None if idx is None else int(idx),
+                   Store(root), accept_level=config.getoption("gpuchar_accept_level"))
+
+    # --- device -------------------------------------------------------------------------------
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    @property
+    def device(self):
+        """The GPU (DeviceInfo) or an Absent carrying the reason; detected once."""
+        if self._device is None:
+            from .core import device
+            idx = self.device_index
+            worker = getattr(self.config, "workerinput", {}).get("workerid", "")
+            if idx is None and worker.startswith("gw") and not os.environ.get("GPUCHAR_DEVICE"):
+                # pytest-xdist: one worker per GPU, worker gwN on GPU N (run with -n <GPUs>)
+                idx = device.worker_device(int(worker[2:]))
+            self._device = device.detect(idx)
+        return self._device
+
+    @property
+    def gpu(self):
+        """The launcher of this session's GPU (core.gpu.Gpu)."""
+        if self._gpu is None:
+            from .core.gpu import Gpu
+            dev = self.device
+            self.builds.jit_cache.device_index = dev.index
+            self._gpu = Gpu(dev, self.builds.jit_cache, self.watchdog_s)
+        return self._gpu
+
+    def archs(self) -> list[str]:
+        """The archs this run covers."""
+        if self.requested:
+            return [self.requested]
+        dev = self.device
+        if dev:
+            return [dev.arch]
+        have = set(self.expectations.available())
+        return [a for a in archs.STATIC_ARCHS if a in have] or list(archs.STATIC_ARCHS)
+
+    def hardware_skip(self, arch: str) -> str | None:
+        """Why a hardware test of `arch` cannot run here (None: it can)."""
+        dev = self.device
+        if not dev:
+            return f"hardware: {dev.reason}"
+        if dev.arch != arch:
+            return f"hardware: GPU is {dev.arch} ({dev.name}) but {arch} was asked"
+        return None
+
+    def require_gpu(self, arch: str):
+        """The GPU if it is of `arch`, else pytest.skip naming what is missing."""
+        why = self.hardware_skip(arch)
+        if why:
+            pytest.skip(why)
+        dev = self.device
+        if self._gpu is not None and self._gpu.wedged:
+            pytest.skip(f"hardware: GPU wedged by probe {self._gpu.wedged} earlier in this run")
+        return dev
+
+    def expected(self, arch: str, key: str) -> Expected | None:
+        """The expectation of `key` on `arch` (this device's override first)."""
+        exp = self.expectations.load(arch)
+        dev = self._device if self._device else None
+        return exp.get(key, dev.name if dev else None) if exp else None
+
+    def verify(self, probe: Probe, functions: dict, compiler: str = "") -> Verdict:
+        """The probe's verification (probe.check), with the arch's declarations: a probe
+        declared unmeasurable (expectation file, `unmeasurable:`; for SASS of the `compiler`
+        named by its snapshot tag) whose verdict shows the declared SASS fact is not
+        applicable (skipped with the reason); one that is valid now, or invalid for another
+        reason, fails."""
+        exp = self.expectations.load(probe.arch)
+        decl = exp.unmeasurable.get(probe.name) if exp else None
+        if decl is not None and not decl.applies(compiler):
+            decl = None
+        try:
+            verdict = probe.check(functions)
+        except (ProbeInvalid, sass.RegionError) as e:
+            if decl and decl.explains(str(e)):
+                raise DeclaredUnmeasurable(f"unmeasurable on {probe.arch}: {probe.name}: "
+                                           f"{decl.reason}") from None
+            raise
+        if decl:
+            raise StaleDeclaration(
+                f"{probe.name} is declared unmeasurable at {decl.origin} ({decl.reason}), but "
+                f"its SASS is valid with this compiler: the compiler no longer does it; remove "
+                f"the declaration")
+        return verdict
+
+    # --- hooks (this object is registered as a plugin) ---------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.controller_of_workers = bool(getattr(session.config.option, "numprocesses",
+                                                  None)) and not self.is_worker
+        self.validate_expectations()
+        if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \
+                and self.accept_level != "none":
+            from .results.accept import Acceptance
+            self.acceptance = Acceptance(self.accept_level, self.expectations.root)
+
+    def validate_expectations(self) -> None:
+        """Every expectation file of the run's archs, validated once before any test runs: a
+        bad one is a usage error naming file:line:key (not one error per test)."""
+        from .results.expectations import ExpectationError
+        for arch in self.archs():
+            try:
+                self.expectations.load(arch)
+            except ExpectationError as e:
+                raise pytest.UsageError(f"bad expectation file: {e}") from None
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Static checks say which arch they check (counted per arch in the summary). Under
+        pytest-xdist's loadgroup distribution, one arch's static checks go to one worker and
+        one topic's hardware tests of an arch to one worker (they share its measurements:
+        a sweep is made once), so each worker compiles only what it runs."""
+        from .topics.registry import topic_of
+        for item in items:
+            arch = getattr(item, "callspec", None) and item.callspec.params.get("arch")
+            if not arch:
+                continue
+            why = self.hardware_skip(arch) if item.get_closest_marker("hardware") else None
+            if why:
+                # skipped before any fixture is set up (a few thousand of them without a GPU)
+                item.add_marker(pytest.mark.skip(reason=why))
+            if item.get_closest_marker("static") is not None:
+                item.user_properties.append(("gpuchar_static", arch))
+                item.add_marker(pytest.mark.xdist_group(arch))
+            else:
+                topic = topic_of(item) or item.module.__name__.rsplit(".", 1)[-1]
+                item.add_marker(pytest.mark.xdist_group(f"{arch}-{topic}"))
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.acceptance is not None and report.when == "call":
+            self._consider(report)
+        if report.failed:
+            self.broken.append(report.nodeid)
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = "\n".join(ln for ln in report.longreprtext.splitlines()
+                             if ln.startswith("E "))
+            self.recorder.meta.setdefault("failures", []).append(
+                {"test": report.nodeid, "when": report.when, "text": text[:20000],
+                 "message": (crash.message if crash else str(report.longrepr))[:500]})
+        self._count_static(report)
+        # results recorded on pytest-xdist workers reach the controller in user_properties
+        if self.controller_of_workers and report.when == "call":
+            for name, value in report.user_properties:
+                if name == "gpuchar_result":
+                    self.recorder.add(Result(**value))
+                elif name == "gpuchar_artifact":
+                    self.recorder.add_artifact(**value)
+        if report.skipped and report.when in ("setup", "call") and \
+                isinstance(report.longrepr, tuple):
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            self.skip_reasons[reason.split(";")[0][:120]] += 1
+
+    def _consider(self, report: pytest.TestReport) -> None:
+        """A --snapshot-update run: the results of a test that passed, or failed only by a
+        figure out of tolerance, are candidates for the new expectations."""
+        props = report.user_properties
+        results = [v for n, v in props if n == "gpuchar_result"]
+        if not results or "hardware" not in report.keywords:
+            return
+        ok = not report.failed or ("gpuchar_tolerance_only", True) in props
+        crash = getattr(report.longrepr, "reprcrash", None)
+        self.acceptance.consider(results, ok, crash.message if crash else "")
+
+    def _count_static(self, report: pytest.TestReport) -> None:
+        """How many static checks ran per arch, and why those that did not were skipped."""
+        props = dict(report.user_properties)
+        arch = props.get("gpuchar_static")
+        if not arch:
+            return
+        if report.when == "call" and not report.skipped or \
+                report.skipped and hasattr(report, "wasxfail"):
+            self.static_ran[arch] += 1
+        elif report.skipped and isinstance(report.longrepr, tuple):
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            self.static_skipped.setdefault(arch, reason)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        """A run in which a test failed or errored deletes no snapshot: a test that stopped
+        before its snapshot assertion leaves its snapshot "unused" to syrupy, which
+        --snapshot-update would otherwise delete (and a plain run would advise deleting).
+        A --snapshot-update run on a GPU accepts its measured figures (results/accept.py),
+        unless it was interrupted."""
+        self._accept(exitstatus)
+        opt = self.config.option
+        if self.broken and hasattr(opt, "no_cleanup") and not self.is_worker:
+            opt.no_cleanup = True
+            opt.disable_unused_snapshots = True
+            self.snapshots_kept = len(self.broken)
+
+    def _accept(self, exitstatus: int) -> None:
+        acc = self.acceptance
+        if acc is None:
+            return
+        meta = self.recorder.meta
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            meta["acceptance"] = {"note": "interrupted: no expectation was touched"}
+            return
+        if not acc.candidates and not acc.refused:
+            meta["acceptance"] = {"note": "no hardware figure in this run (no GPU of the arch):"
+                                          " no expectation was touched"}
+            return
+        acc.write(self.expectations)
+        meta["acceptance"] = acc.as_meta()
+
+    # --- reports ------------------------------------------------------------------------------
+    def artifact(self, name: str, caption: str, test: str = "") -> Path | None:
+        """Path for a plot or data file of the run's report (listed in its Markdown), or None
+        when no report directory was asked for (--gpuchar-report)."""
+        if not self.report_dir:
+            return None
+        d = self.report_dir / ARTIFACTS
+        d.mkdir(parents=True, exist_ok=True)
+        self.recorder.add_artifact(name, caption, test)
+        return d / name
+
+    def provenance(self) -> dict:
+        dev = self.device
+        if not dev:
+            return {}
+        meta = self.recorder.meta
+        if "sm_clock_measured_mhz" not in meta:
+            try:
+                mhz = round(self.gpu.sm_clock_mhz(), 1)
+            except Exception as e:  # noqa: BLE001 - reported, never fatal
+                mhz = None
+                meta["sm_clock_error"] = f"{type(e).__name__}: {e}"
+            meta["sm_clock_measured_mhz"] = mhz
+        return dev.provenance(sm_clock_measured_mhz=meta["sm_clock_measured_mhz"])

@@ -1,0 +1,262 @@
+"""gpuchar-nightly: classification of changes against the previous run, expectations and
+snapshots, the exit codes, the Markdown report, throttling flags; end to end on CPU with a
+synthetic suite (pytest in a subprocess, as the nightly runs it)."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from pytest_gpuchar.cli import nightly as n
+from pytest_gpuchar.results import changes as ch
+
+
+def R(key, value, status="pass", unit="cycles", spread=0.0, arch="sm_90", **kw):
+    return {"key": key, "arch": arch, "value": value, "status": status, "unit": unit,
+            "spread": spread, "expected": kw.pop("expected", "4 cycles (±1)"),
+            "source": kw.pop("source", "paper"), **kw}
+
+
+PREV = [R("latency.add", 4.0), R("cpi.mul", 2.0), R("throughput.fma.ffma", 127.0,
+                                                    unit="fma/clk/SM", spread=0.3),
+        R("latency.gone", 10.0), R("latency.flaky", 7.0, status="unstable")]
+
+
+def test_identical_runs_report_no_change():
+    assert ch.compare(PREV, PREV) == []
+    assert ch.verdict([], 0, True) == ch.EXIT_NO_CHANGE
+
+
+def test_noise_is_not_a_change():
+    cur = [dict(r) for r in PREV]
+    cur[0]["value"] = 4.3                 # < 0.5 cycles
+    cur[2]["value"] = 127.2               # < 1% and < spread
+    assert ch.compare(cur, PREV) == []
+
+
+def test_classification():
+    cur = [R("latency.add", 6.0, status="fail", detail="measured 6"),     # out of tolerance
+           R("cpi.mul", 3.0),                                          # moved, still passes
+           R("throughput.fma.ffma", 120.0, unit="fma/clk/SM"),         # moved (> 1%)
+           R("latency.flaky", 9.0),                                    # was unstable
+           R("latency.new", 5.0),                                      # appeared
+           R("sass.add", None, status="invalid", detail="probe invalid")]  # no prev: ignored
+    got = {c.key: c for c in ch.compare(cur, PREV)}
+    assert got["latency.add"].severity == "regression" and got["latency.add"].kind == "expectation"
+    assert got["latency.add"].old == 4.0 and got["latency.add"].new == 6.0
+    assert "±1" in got["latency.add"].tolerance
+    assert got["cpi.mul"].severity == "change" and got["cpi.mul"].kind == "value"
+    assert got["throughput.fma.ffma"].severity == "change"
+    assert got["latency.flaky"].severity == "note"
+    assert got["latency.new"].kind == "new" and got["latency.new"].severity == "change"
+    assert got["latency.gone"].kind == "missing" and got["latency.gone"].severity == "regression"
+    assert "sass.add" not in got
+    assert ch.verdict(list(got.values()), 1, True) == ch.EXIT_REGRESSION
+
+
+def test_probe_becoming_invalid_is_a_regression():
+    prev = [R("cpi.x", 2.0)]
+    cur = [R("cpi.x", None, status="invalid", detail="probe invalid: folded")]
+    (c,) = ch.compare(cur, prev)
+    assert c.kind == "invalid" and c.severity == "regression"
+
+
+def test_without_previous_only_failures_count():
+    cur = [R("a", 1.0), R("b", 2.0, status="fail")]
+    changes = ch.compare(cur, None)
+    assert [c.key for c in changes] == ["b"]
+
+
+def test_within_tolerance_exit_code():
+    cur = [dict(r) for r in PREV]
+    cur[1]["value"] = 3.0
+    assert ch.verdict(ch.compare(cur, PREV), 0, True) == ch.EXIT_WITHIN_TOLERANCE
+
+
+@pytest.mark.parametrize("pytest_exit, have, code", [
+    (0, True, 0), (1, True, 0), (2, True, 3), (4, True, 3), (5, True, 3), (0, False, 3)])
+def test_broken_runs(pytest_exit, have, code):
+    assert ch.verdict([], pytest_exit, have) == code
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="tests.characterisation.test_x" name="test_cycles[sm_90-add.u32]">
+<failure message="AssertionError: assert [+ received] == [- snapshot]">E       AssertionError: assert [+ received] == [- snapshot]
+E         - IADD3 r0, r1, r2, RZ
+E         + IMAD.IADD r0, r1, 0x1, r2
+</failure></testcase>
+<testcase classname="tests.characterisation.test_x" name="test_boom[sm_90]">
+<error message="RuntimeError: boom">RuntimeError: boom</error></testcase>
+<testcase classname="tests.characterisation.test_x" name="test_slow[sm_90]">
+<failure message="AssertionError: throughput.fma.ffma on sm_90: measured 94.5">    assert snapshot_text(func) == sass_snapshot(tag)
+    assert_result(r)
+E   AssertionError: throughput.fma.ffma on sm_90: measured 94.5</failure></testcase>
+<testcase classname="tests.characterisation.test_x" name="test_ok[sm_90]"/>
+</testsuite></testsuites>"""
+
+
+def test_junit_snapshot_and_other_failures(tmp_path):
+    p = tmp_path / "junit.xml"
+    p.write_text(JUNIT)
+    fails = ch.junit_failures(p)
+    assert len(fails) == 3
+    # the third failed on its expectation, recorded as a failing result: not a SASS change
+    changes = ch.failure_changes(fails, [{"test": "tests/characterisation/test_x.py::test_slow[sm_90]",
+                                         "status": "fail"}])
+    sass = [c for c in changes if c.kind == "sass"]
+    assert len(sass) == 1 and "+ IMAD.IADD" in sass[0].detail and "- IADD3" in sass[0].detail
+    assert [c.kind for c in changes if c.kind == "test"] == ["test"]
+    assert ch.verdict(changes, 1, True) == ch.EXIT_REGRESSION
+    assert ch.junit_failures(tmp_path / "missing.xml") == []
+
+
+def test_throttling_flags():
+    ok = {"sm_clock_measured_mhz": 1980.0, "sm_clock_max_mhz": 1980.0,
+          "nvidia_smi": {"throttle_reasons": "0x0000000000000000"}}
+    assert n.throttling(ok, ok) == []
+    slow = dict(ok, sm_clock_measured_mhz=1500.0)
+    flags = n.throttling(ok, slow)
+    assert any("< 90%" in f for f in flags) and any("changed during the run" in f for f in flags)
+    hot = dict(ok, nvidia_smi={"throttle_reasons": "0x0000000000000020"})
+    assert any("throttle reasons" in f for f in n.throttling(hot, ok))
+
+
+def test_markdown_lists_old_new_tolerance_and_sass_diff():
+    changes = ch.compare([R("latency.add", 6.0, status="fail")], [R("latency.add", 4.0)])
+    changes.append(ch.Change("sass", "regression", key="test_x[sm_90]", detail="- A\n+ B"))
+    doc = {"exit": 2, "date": "2026-11-22", "pytest_exit": 1, "pytest_command": ["pytest"],
+           "wall_s": 1.0, "previous": "prev.json", "status_counts": {"fail": 1},
+           "skipped": {"hardware: no GPU": 3}, "changes": [c.__dict__ for c in changes],
+           "environment": {"before": {"device": "NVIDIA H200", "sm_clock_measured_mhz": 1980},
+                           "after": {}, "toolkit": {"ptxas": ["13.5"]},
+                           "CUDA_CACHE_DISABLE": "1", "throttling": ["SM clock changed"]}}
+    md = n.markdown(doc)
+    assert "regressions (exit 2)" in md
+    assert "| sm_90 | latency.add | expectation | 4 | 6 |" in md
+    assert "```diff\n- A\n+ B\n```" in md
+    assert "Throttling flagged" in md and "no GPU" in md
+
+
+SUITE = """
+from pytest_gpuchar.results.judge import Measurement
+
+def test_value(record, arch):
+    record(Measurement("demo.value", {value}, "cycles"), "sm_80")
+
+def test_other():
+    assert {ok}
+"""
+
+
+def _suite(tmp_path, value, ok=True):
+    (tmp_path / "test_demo.py").write_text(textwrap.dedent(SUITE.format(value=value, ok=ok)))
+
+
+def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+    _suite(tmp_path, 10.0)
+    args = ["test_demo.py", "--", "--gpu-arch=sm_80"]
+    assert n.main(["--out", "n1", *args]) == ch.EXIT_NO_CHANGE
+    doc = json.loads((tmp_path / "n1" / "nightly.json").read_text())
+    assert doc["environment"]["CUDA_CACHE_DISABLE"] == "1"
+    assert doc["results"][0]["key"] == "demo.value"
+    assert (tmp_path / "n1" / "nightly.md").read_text().startswith("# gpuchar nightly: no change")
+    # the same again, compared with the first: no change
+    assert n.main(["--out", "n2", "--previous", "n1/nightly.json", *args]) == ch.EXIT_NO_CHANGE
+    # a value moved (no expectation: still passes) -> changes within tolerance
+    _suite(tmp_path, 12.0)
+    assert n.main(["--out", "n3", "--previous", "n1/nightly.json", *args]) == \
+        ch.EXIT_WITHIN_TOLERANCE
+    md = (tmp_path / "n3" / "nightly.md").read_text()
+    assert "| sm_80 | demo.value | value | 10 | 12 | cycles |" in md
+    # a failing test -> regression
+    _suite(tmp_path, 10.0, ok=False)
+    assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION
+    # a missing previous file is an error, not a silent first run
+    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == ch.EXIT_BROKEN
+    out = capsys.readouterr()
+    assert "regressions" in out.out and "no such file" in out.err
+
+
+def test_known_failures_are_notes_not_regressions():
+    prev = [R("latency.add", 6.0, status="fail")]
+    same = ch.compare([R("latency.add", 6.1, status="fail")], prev)
+    assert [c.severity for c in same] == ["note"] and "previous run" in same[0].detail
+    worse = ch.compare([R("latency.add", 9.0, status="fail")], prev)
+    assert [c.severity for c in worse] == ["regression"]
+    assert ch.verdict(same, 1, True) == ch.EXIT_NO_CHANGE
+
+
+def test_known_snapshot_failure_is_a_note(tmp_path):
+    p = tmp_path / "junit.xml"
+    p.write_text(JUNIT)
+    first = ch.failure_changes(ch.junit_failures(p), [])
+    again = ch.failure_changes(ch.junit_failures(p), [], [c.__dict__ for c in first])
+    assert {c.severity for c in again} == {"note"}
+
+
+def test_repeatability_per_topic_against_specs_bar():
+    a = [R("latency.add", 4.2), R("latency.mul", 5.4), R("throughput.ffma", 127.0,
+                                                          unit="fma/clk/SM"),
+         R("tensor.x", 10.0, status="unstable")]
+    b = [R("latency.add", 4.4), R("latency.mul", 5.6), R("throughput.ffma", 129.0,
+                                                          unit="fma/clk/SM"),
+         R("tensor.x", 10.0)]
+    rep = ch.repeatability(a, b)
+    lat, thr = rep["topics"]["latency"], rep["topics"]["throughput"]
+    assert (lat["cycles"], lat["cycles_same"]) == (2, 1)        # 4.2/4.4 same, 5.4/5.6 not
+    assert (thr["other"], thr["other_1pc"]) == (1, 0)            # 1.6% apart
+    assert rep["topics"]["tensor"]["unstable"] == 1
+    text = "\n".join(ch.repeatability_lines(rep))
+    assert "latency: identical integer cycles 1/2 (50.0%)" in text
+    assert "differs: latency.mul: 5.40 vs 5.60 cycles" in text
+    assert "status changes between runs: 1" in text
+
+
+def test_repeatability_command(tmp_path, capsys):
+    import json
+    for name, v in (("a.json", 4.0), ("b.json", 4.1)):
+        (tmp_path / name).write_text(json.dumps({"results": [R("latency.add", v)]}))
+    assert n.main(["--repeatability", str(tmp_path / "a.json"), str(tmp_path / "b.json")]) == 0
+    assert "identical integer cycles 1/1" in capsys.readouterr().out
+
+
+def test_a_failure_known_from_a_results_json_is_a_note():
+    """--previous may be a plain gpuchar-results.json: its meta.failures make tonight's
+    identical failure known; a different diff is a regression."""
+    diff = "E   [- snapshot]\nE   - FADD\nE   + FMUL"
+    tonight = [{"test": "tests.characterisation.test_t::test_x[sm_90-a]", "kind": "failure",
+                "message": "AssertionError: assert [+ received] == [- snapshot]",
+                "text": diff}]
+    prev = [{"test": "tests/characterisation/test_t.py::test_x[sm_90-a]", "when": "call",
+             "message": "AssertionError: assert [+ received] == [- snapshot]", "text": diff}]
+    [c] = ch.failure_changes(tonight, [], previous_failures=prev)
+    assert (c.kind, c.severity) == ("sass", "note")
+    other = [dict(prev[0], text="E   [- snapshot]\nE   - FADD\nE   + DADD")]
+    [c] = ch.failure_changes(tonight, [], previous_failures=other)
+    assert c.severity == "regression"
+
+
+def test_a_row_declared_unmeasurable_tonight_is_not_a_missing_regression():
+    prev = [R("cpi.setp.ne.s32", 2.0, test="t.py::test_table_v_cycles[sm_90-setp.ne.s32]"),
+            R("cpi.gone", 3.0, test="t.py::test_table_v_cycles[sm_90-gone]")]
+    cur = [R("unmeasurable.test_table_v_cycles[sm_90-setp.ne.s32]", None, status="info",
+             test="t.py::test_table_v_cycles[sm_90-setp.ne.s32]")]
+    got = {c.key: c for c in ch.compare(cur, prev)}
+    assert got["cpi.setp.ne.s32"].severity == "note"
+    assert got["cpi.gone"].severity == "regression"
+
+
+def test_the_committed_baseline_of_the_device_is_found(tmp_path):
+    import gzip
+    d = tmp_path / "sm_90" / "nvidia-h100-80gb-hbm3"
+    d.mkdir(parents=True)
+    (d / "gpuchar-results.json.gz").write_bytes(gzip.compress(b'{"results": []}'))
+    dev = {"device": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
+    path = n.baseline_for(dev, tmp_path)
+    assert path == d / "gpuchar-results.json.gz" and n.read_json(path) == {"results": []}
+    assert n.baseline_for({"device": "NVIDIA H200", "arch": "sm_90"}, tmp_path) is None
+    assert n.baseline_for({"no_gpu": "x"}, tmp_path) is None

@@ -1,0 +1,78 @@
+"""The compile stage: groups in parts, offline batches equal to probes assembled alone, the
+session's caches (no GPU needed; ptxas/nvdisasm from the static extra, else skipped)."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuchar.core import build, jit, toolchain
+from pytest_gpuchar.topics.instructions import kernels, rows
+
+
+def _tools_or_skip(arch: str) -> None:
+    try:
+        toolchain.find("ptxas", arch)
+        toolchain.find("nvdisasm", arch)
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+
+
+def _probes(arch: str, names: list[str]):
+    return [kernels.latency_probe(rows.row(r), arch) for r in names]
+
+
+def test_every_probe_of_an_arch_has_unique_kernel_names():
+    from pytest_gpuchar.topics.instructions import run
+    names = [e for p in run.suite_probes("sm_90") for e in p.entries.values()]
+    assert len(names) == len(set(names))
+
+
+def test_group_parts_deal_probes_and_name_modules(monkeypatch):
+    monkeypatch.setattr(jit, "chunk_count", lambda: 2)
+    ps = _probes("sm_80", ["add.u32", "fma.rn.f32", "mul.lo.u32"])
+    whole = build.Group("batch", "sm_80", ps).parts()
+    assert [(len(p), n) for p, _, n in whole] == [(3, "gpuchar_batch.ptx")]
+    split = build.Group("batch", "sm_80", ps, split=True).parts()
+    assert [(len(p), n) for p, _, n in split] == [(2, "gpuchar_batch0.ptx"),
+                                                  (1, "gpuchar_batch1.ptx")]
+    assert all(t.startswith(ps[0].header) for _, t, _ in split)
+    assert build.Group("empty", "sm_80", []).parts() == []
+
+
+def test_offline_module_is_assembled_once():
+    _tools_or_skip("sm_80")
+    b = build.Builds()
+    text = _probes("sm_80", ["add.u32"])[0].ptx
+    assert b.offline_module("sm_80", text)[1] is b.offline_module("sm_80", text)[1]
+
+
+def test_batch_gives_the_same_sass_as_assembling_alone(monkeypatch):
+    """A group split into parts (one ptxas + nvdisasm process each, in parallel) remembers
+    every probe with the SASS it has when assembled alone."""
+    _tools_or_skip("sm_86")
+    monkeypatch.setattr(jit, "chunk_count", lambda: 3)
+    ps = _probes("sm_86", ["add.u32", "fma.rn.f32", "mul.lo.u32", "add.f32", "mad.lo.u32"])
+    batched = build.Builds()
+    batched.offline_groups([build.Group("t", "sm_86", ps, split=True)])
+    alone = build.Builds()
+    for p in ps:
+        a, b = alone.offline_module("sm_86", p.ptx)[1], batched.offline(p).functions
+        assert p.snapshot_text(b) == p.snapshot_text(a)
+        assert p.check(b).ok
+
+
+def test_a_part_that_fails_to_assemble_leaves_its_probes_to_be_built_alone(monkeypatch):
+    _tools_or_skip("sm_80")
+    ps = _probes("sm_80", ["add.u32"])
+    b = build.Builds()
+    bad = build.Group("t", "sm_80", ps, text=lambda part: part[0].header + "garbage;\n")
+    b.offline_groups([bad])
+    assert b.offline(ps[0]).functions       # assembled alone now
+    with pytest.raises(toolchain.AssemblyError):
+        b.offline_module("sm_80", ps[0].header + "garbage;\n")
+
+
+def test_chunks_deal_round_robin_and_never_empty():
+    assert jit.chunks(list(range(7)), 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert jit.chunks([1, 2], 8) == [[1], [2]]
+    assert jit.chunks([1, 2, 3], 1) == [[1, 2, 3]]
+    assert 1 <= jit.chunk_count() <= 8

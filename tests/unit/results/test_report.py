@@ -1,0 +1,125 @@
+"""results.judge and results.report: judging a measurement against its expectation; JSON and
+Markdown reports."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from pytest_gpuchar.core.fit import fit
+from pytest_gpuchar.results.expectations import Expected
+from pytest_gpuchar.results.judge import Measurement, Result, Status, judge
+from pytest_gpuchar.results.report import Recorder
+
+EXP = Expected("latency.add.u32", "cycles/op", value=4.0, abs_tol=1.0, source="ampere22 Table II")
+
+
+def _judge(value, *, unstable=False, why="", exp=EXP):
+    m = Measurement("latency.add.u32", value, "cycles/op", 0.1, why if unstable else "")
+    return judge(m, "sm_80", exp)
+
+
+def test_pass():
+    r = _judge(4.4)
+    assert r.status == "pass"
+    assert r.deviation == pytest.approx(0.4)
+    assert r.expected == EXP.describe()
+    assert r.source == "ampere22 Table II"
+
+
+def test_fail():
+    r = _judge(6.0)
+    assert r.status == "fail"
+    assert r.deviation == pytest.approx(2.0)
+
+
+def test_unstable_wins_over_pass_and_fail():
+    for v in (4.0, 9.0):
+        r = _judge(v, unstable=True, why="per-repeat slopes spread 3.00")
+        assert r.status == "unstable"
+        assert "spread" in r.detail
+
+
+def test_measured_without_expectation():
+    r = _judge(4.0, exp=None)
+    assert r.status == "measured"
+    assert r.expected == "" and r.deviation is None
+
+
+def test_measured_with_non_numeric_expectation():
+    exp = Expected("latency.x", "cycles", note="not printed")
+    r = _judge(12.0, exp=exp)
+    assert r.status == "measured"
+    assert "not printed" in r.expected
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, None])
+@pytest.mark.parametrize("exp", [EXP, None])
+def test_non_finite_fails(bad, exp):
+    r = _judge(bad, exp=exp)
+    assert r.status == "fail"
+    assert "finite" in r.detail
+    assert r.deviation is None
+
+
+def test_nan_fails_even_when_unstable():
+    assert _judge(math.nan, unstable=True, why="wide").status == "fail"
+
+
+def test_extra_fields_pass_through():
+    r = judge(Measurement("k", 1.0, "cycles", method="m", data={"a": 1}), "sm_80", None,
+              test="t::id", provenance={"device": "X"})
+    assert (r.method, r.test, r.data, r.provenance) == ("m", "t::id", {"a": 1}, {"device": "X"})
+
+
+def test_result_line():
+    line = _judge(4.4).line()
+    assert "latency.add.u32" in line and "4.40" in line and "+0.40" in line
+    assert line.endswith("pass")
+
+
+def test_recorder_write(tmp_path):
+    rec = Recorder()
+    rec.meta.update({"date": "2025-01-01T00:00:00Z", "archs": ["sm_80"], "device": "A100"})
+    rec.add(_judge(4.4))
+    rec.add(_judge(9.0))
+    rec.add(_judge(4.0, unstable=True, why="spread | wide\nsecond line"))
+    rec.add(Result("sass.add.u32", "sm_80", "info", expected="IADD3", detail="ptxas 13.5"))
+    assert [r.status for r in rec.by_status(Status.FAIL, Status.UNSTABLE)] == ["fail",
+                                                                            "unstable"]
+    jpath, mpath = rec.write(tmp_path / "out")
+    assert jpath.name == "gpuchar-results.json" and mpath.name == "gpuchar-summary.md"
+    data = json.loads(jpath.read_text())
+    assert data["meta"]["device"] == "A100"
+    assert [r["status"] for r in data["results"]] == ["pass", "fail", "unstable", "info"]
+    assert data["results"][0]["key"] == "latency.add.u32"
+    assert data["results"][0]["value"] == 4.4
+    assert set(data["results"][0]) >= {"key", "arch", "status", "value", "unit", "spread",
+                                       "expected", "deviation", "source", "provenance"}
+    md = mpath.read_text()
+    assert md.startswith("# pytest-gpuchar run")
+    assert "**device**: A100" in md
+    assert "Status counts: fail 1, info 1, pass 1, unstable 1" in md
+    assert "## Failed or unstable" in md and "## Measured" in md
+    assert "| sm_80 | latency.add.u32 | 4.40 |" in md
+    # table cells never break the Markdown table
+    row = next(ln for ln in md.splitlines() if "unstable |" in ln)
+    assert row.count("|") == 10
+
+
+def test_every_status_is_known():
+    assert {"pass", "fail", "unstable", "measured", "invalid"} <= {s.value for s in Status}
+    assert Result("k", "sm_80", "pass").status is Status.PASS
+    assert Result("k", "sm_80", Status.FAIL).as_dict()["status"] == "fail"
+    with pytest.raises(ValueError):
+        Result("k", "sm_80", "passed")
+
+
+def test_measurement_of_a_fit_carries_its_spread_stability_and_data():
+    f = fit({8: [40, 40, 40], 16: [80, 80, 80], 32: [160, 160, 161]}, {8: 8, 16: 16, 32: 32})
+    m = Measurement.of_fit("latency.x", f, data={"sass_unit": {"FADD": 1.0}})
+    assert m.value == pytest.approx(5.0, abs=0.05) and not m.unstable
+    assert list(m.data) == ["sass_unit", "slopes", "medians", "intercept"]
+    wide = fit({8: [40, 10, 90], 16: [80, 200, 20]}, {8: 8, 16: 16})
+    assert Measurement.of_fit("k", wide).unstable.startswith("per-repeat slopes spread")

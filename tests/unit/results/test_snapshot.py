@@ -1,0 +1,65 @@
+"""snapshot: the syrupy extension for SASS text."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuchar.results.snapshot import SASSSnapshotExtension
+
+
+def test_constructs_without_arguments():
+    ext = SASSSnapshotExtension()
+    assert ext.file_extension == "sass"
+
+
+def test_serialize_text():
+    text = "IADD3 r0, r1, r2, RZ\nEXIT\n"
+    assert SASSSnapshotExtension().serialize(text) == text
+
+
+@pytest.mark.parametrize("data", [b"IADD3", 42, ["IADD3"]])
+def test_serialize_non_text_raises(data):
+    with pytest.raises(TypeError, match="SASS snapshots take normalised SASS text"):
+        SASSSnapshotExtension().serialize(data)
+
+
+def test_each_compiler_has_its_own_snapshot_directory(pytester):
+    """--snapshot-update with one compiler must not delete another compiler's snapshots."""
+    pytester.makepyfile(test_s="""
+        def test_sass(sass_snapshot):
+            assert "IADD3 r0, r1, r2, RZ\\n" == sass_snapshot("ptxas-13.5.37")
+    """)
+    other = pytester.path / "__sass__" / "ptxas-12.4.99" / "any" / "test_s"
+    other.mkdir(parents=True)
+    (other / "test_sass.sass").write_text("IADD r0, r1, r2\n")
+    for args in (["--snapshot-update"], ["--snapshot-update", "test_s.py"]):
+        result = pytester.runpytest_subprocess(*args)
+        result.assert_outcomes(passed=1)
+    mine = pytester.path / "__sass__" / "ptxas-13.5.37" / "any" / "test_s" / "test_sass.sass"
+    assert mine.read_text() == "IADD3 r0, r1, r2, RZ\n"
+    assert (other / "test_sass.sass").exists()
+
+
+def test_a_failed_write_leaves_the_old_snapshot(tmp_path, monkeypatch):
+    """Snapshots are written atomically: out of disk space (or Ctrl-C) mid-write leaves the
+    old file whole, and no temporary file behind."""
+    import os
+    from types import SimpleNamespace
+    path = tmp_path / "test_x.sass"
+    path.write_text("OLD\n")
+    snap = SimpleNamespace(data="NEW\n")
+
+    class Coll:
+        location = str(path)
+
+        def __iter__(self):
+            return iter([snap])
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError):
+        SASSSnapshotExtension.write_snapshot_collection(snapshot_collection=Coll())
+    assert path.read_text() == "OLD\n" and [p.name for p in tmp_path.iterdir()] == [path.name]
+    monkeypatch.undo()
+    SASSSnapshotExtension.write_snapshot_collection(snapshot_collection=Coll())
+    assert path.read_text() == "NEW\n"

@@ -1,0 +1,191 @@
+"""pytest --snapshot-update on a GPU accepts the measured figures as the new expectations
+(results/accept.py): a faked measured run (pytester, the device faked), no GPU needed."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from pytest_gpuchar.results import expectations as E
+from pytest_gpuchar.results import yamledit
+
+FAKE_GPU = """
+import pytest
+from pytest_gpuchar.core import device
+
+FAKE = device.DeviceInfo(0, "FAKE H200", "sm_90", 132, 60 * 2**20, 228 * 1024, 141 * 2**30,
+                         1980.0, 1980.0, 2619.0, "580.159.04", "13.0", "13.0")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fake_gpu():
+    pass
+
+
+def pytest_configure(config):
+    device.detect = lambda index=None: FAKE
+"""
+
+EXPECTED = """\
+# the arch's file: comments and order must survive an acceptance
+schema: 1
+arch: sm_90
+characteristics:
+  # a measured entry
+  latency.a:
+    value: 4
+    unit: cycles/op
+    tolerance: {abs: 1, rel: 0.1}   # kept on acceptance
+    source: measured 2026-11-01 on FAKE H200
+  latency.b:
+    value: 4
+    unit: cycles/op
+    tolerance: {abs: 1}
+    source: measured 2026-11-01 on FAKE H200
+  latency.untouched:
+    value: 7
+    unit: cycles/op
+    tolerance: {abs: 1}
+    source: measured 2026-11-01 on FAKE H200
+"""
+
+TESTS = """
+import pytest
+from pytest_gpuchar.results.judge import Measured, Measurement
+
+pytestmark = pytest.mark.hardware
+
+def test_ok(arch, gpu, hardware_row):
+    hardware_row(Measurement("latency.a", 4.5, "cycles/op", 0.1))
+
+def test_out_of_tolerance(arch, gpu, hardware_row):
+    hardware_row(Measurement("latency.b", 9.0, "cycles/op", 0.1))
+
+def test_unstable(arch, gpu, hardware_row):
+    hardware_row(Measurement("latency.c", 3.0, "cycles/op", 2.0, unstable="spread 2.0"))
+
+def test_broken_invariant(arch, gpu, hardware_row):
+    hardware_row(Measured(Measurement("latency.d", 5.0, "cycles/op"),
+                          checks=["dependent chain cheaper than independent"]))
+
+def test_spec_bar(arch, gpu, hardware_row):
+    hardware_row(Measurement("throughput.peak_fraction.dfma", 0.92, "ratio"))
+"""
+
+
+@pytest.fixture
+def run(pytester):
+    (pytester.path / "expectations").mkdir()
+    (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
+    pytester.makeconftest(FAKE_GPU)
+    pytester.makepyfile(test_hw=TESTS)
+
+    def _run(*args):
+        out = pytester.path / "out"
+        result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--gpuchar-report",
+                                               str(out), "-p", "no:cacheprovider", *args)
+        doc = json.loads((out / "gpuchar-results.json").read_text())
+        return result, doc, (pytester.path / "expectations" / "sm_90.yaml").read_text()
+    return _run
+
+
+def test_accepted_values_are_written_per_device_and_everything_else_kept(run):
+    result, doc, text = run("--snapshot-update")
+    acc = doc["meta"]["acceptance"]
+    assert sorted(a["key"] for a in acc["accepted"]) == ["latency.a", "latency.b"]
+    why = {r["key"]: r["why"] for r in acc["refused"]}
+    assert why["latency.c"] == "status unstable"
+    assert why["latency.d"].startswith("the test failed: ")
+    assert "SPEC's bar" in why["throughput.peak_fraction.dfma"]
+    assert text.startswith(EXPECTED)             # the arch values and comments byte for byte
+    e = E.parse(text, E.Path("sm_90.yaml"))
+    dev = e.devices["FAKE H200"]
+    assert (dev["latency.a"].value, dev["latency.b"].value) == (4.5, 9.0)
+    assert (dev["latency.a"].abs_tol, dev["latency.a"].rel_tol) == (1.0, 0.1)  # kept
+    assert "latency.c" not in dev and "latency.d" not in dev
+    assert "throughput.peak_fraction.dfma" not in text
+    result.stdout.fnmatch_lines(["*expectations accepted (device level): 2; refused: 3*",
+                                 "*latency.a: 4 -> 4.5 cycles/op (tolerance abs 1, rel 0.1)*",
+                                 "*refused 1: status unstable*"])
+
+
+def test_a_k_subset_touches_only_its_characteristics(run):
+    _, doc, text = run("--snapshot-update", "-k", "test_ok")
+    assert [a["key"] for a in doc["meta"]["acceptance"]["accepted"]] == ["latency.a"]
+    assert "latency.b" not in text.split("devices:")[1]
+
+
+def test_arch_level_keeps_comments_and_order(run):
+    _, doc, text = run("--snapshot-update", "--gpuchar-accept-level=arch", "-k", "test_ok")
+    assert [a["key"] for a in doc["meta"]["acceptance"]["accepted"]] == ["latency.a"]
+    lines = text.splitlines()
+    assert lines[0] == "# the arch's file: comments and order must survive an acceptance"
+    assert "  # a measured entry" in lines
+    a = lines.index("  latency.a:")
+    assert lines[a + 1] == "    value: 4.5"
+    assert text[text.index("  latency.b:"):] == EXPECTED[EXPECTED.index("  latency.b:"):]
+
+
+def test_without_snapshot_update_nothing_is_written(run):
+    _, doc, text = run()
+    assert text == EXPECTED and "acceptance" not in doc["meta"]
+
+
+def test_a_paper_record_is_never_overwritten_at_the_arch_level(run, pytester):
+    path = pytester.path / "expectations" / "sm_90.yaml"
+    path.write_text(EXPECTED.replace("source: measured 2026-11-01 on FAKE H200\n  latency.b",
+                                     "source: ampere22 Table V\n  latency.b"))
+    _, doc, text = run("--snapshot-update", "--gpuchar-accept-level=arch", "-k", "test_ok")
+    [r] = doc["meta"]["acceptance"]["refused"]
+    assert r["key"] == "latency.a" and "paper's record" in r["why"]
+    assert "value: 4.5" not in text
+
+
+def test_no_gpu_touches_no_expectation(pytester):
+    pytester.makepyfile(test_hw=TESTS)
+    (pytester.path / "expectations").mkdir()
+    (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--snapshot-update",
+                                           "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*expectations: no hardware figure in this run*no "
+                                 "expectation was touched*"])
+    assert (pytester.path / "expectations" / "sm_90.yaml").read_text() == EXPECTED
+
+
+def test_a_crash_mid_write_leaves_the_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "sm_90.yaml"
+    path.write_text(EXPECTED)
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(E.os, "replace", boom)
+    with pytest.raises(OSError):
+        E.write_entries(path, {"latency.a": {"value": 5, "unit": "cycles/op",
+                                             "tolerance": {"abs": 1}, "source": "x"}})
+    assert path.read_text() == EXPECTED and [p.name for p in tmp_path.iterdir()] == ["sm_90.yaml"]
+
+
+def test_an_entry_that_would_break_the_file_is_never_written(tmp_path):
+    path = tmp_path / "sm_90.yaml"
+    path.write_text(EXPECTED)
+    with pytest.raises(E.ExpectationError):
+        E.write_entries(path, {"latency.a": {"value": 5, "unit": "furlongs",
+                                             "tolerance": {"abs": 1}, "source": "x"}})
+    assert path.read_text() == EXPECTED
+
+
+def test_yaml_edit_replaces_in_place_and_appends_new_keys():
+    text = textwrap.dedent("""\
+        schema: 1
+        arch: sm_90
+        characteristics:
+          a.x:   # first
+            value: 1
+          b.y:
+            value: 2
+        """)
+    out = yamledit.set_entries(text, ["characteristics"], {"a.x": {"value": 3},
+                                                           "c.z": {"value": 4}})
+    assert out == text.replace("  a.x:   # first\n    value: 1\n", "  a.x:\n    value: 3\n") \
+        + "  c.z:\n    value: 4\n"

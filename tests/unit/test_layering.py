@@ -1,0 +1,148 @@
+"""The package's layering, read from its source (AST, every import including those inside
+functions; type-only imports under `if TYPE_CHECKING:` are not imports at run time and are
+left out): no import cycle between modules, the core knows no topic, no topic knows another.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import pytest_gpuchar
+
+PKG = Path(pytest_gpuchar.__file__).parent
+NAME = "pytest_gpuchar"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node except those under `if TYPE_CHECKING:`."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", "") == "TYPE_CHECKING":
+                todo += child.orelse
+                continue
+            todo.append(child)
+
+
+def imports() -> dict[str, set[str]]:
+    """module -> the package modules it imports (a `from x import y` of a submodule y counts
+    as importing x.y)."""
+    mods = {_module_name(p): p for p in PKG.rglob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_pkg = path.name == "__init__.py"
+        for node in _runtime_nodes(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = _resolve(mod, is_pkg, node)
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
+                           for a in node.names]
+            for t in targets:
+                while t and t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != mod and t.startswith(NAME) and not (
+                        mods[t].name == "__init__.py" and mod.startswith(t + ".")):
+                    graph[mod].add(t)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component of more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def layer(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_graph_sees_relative_imports():
+    g = imports()
+    assert "pytest_gpuchar.core.probe" in g["pytest_gpuchar.core.build"]
+    assert "pytest_gpuchar.core.ptx.frame" in g["pytest_gpuchar.core.ptx.chains"]
+
+
+def test_a_cycle_is_found():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_in_the_package():
+    assert cycles(imports()) == []
+
+
+ALLOWED = {          # layer -> the layers it may import
+    "core": {"core"},
+    "results": {"core", "results"},
+    "models": {"core", "results", "models"},
+    "topics": {"core", "results", "topics", "models"},
+}
+
+
+@pytest.mark.parametrize("lay", sorted(ALLOWED))
+def test_layers_import_only_what_they_stand_on(lay):
+    bad = sorted(f"{m} -> {t}" for m, ts in imports().items() if layer(m) == lay
+                 for t in ts if layer(t) not in ALLOWED[lay])
+    assert bad == []
+
+
+def test_no_topic_imports_another_topic():
+    bad = []
+    for m, ts in imports().items():
+        parts = m.split(".")
+        if layer(m) != "topics" or len(parts) < 4:
+            continue
+        for t in ts:
+            tp = t.split(".")
+            if layer(t) == "topics" and len(tp) >= 4 and tp[2] != parts[2]:
+                bad.append(f"{m} -> {t}")
+    assert bad == []

@@ -1,0 +1,114 @@
+"""The plugin under bad input and pytest-xdist, as a user meets it (pytester): nothing lost,
+one clear error, parallel runs whole."""
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+SNAP_TEST = """
+import pytest
+
+@pytest.mark.parametrize("case", ["a", "b"])
+def test_snap(case, snapshot):
+    if case == "b":
+        raise RuntimeError("broke before its snapshot assertion")
+    assert "text" == snapshot
+"""
+
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+
+
+def test_a_broken_run_deletes_no_snapshot(pytester, no_gpu):
+    pytester.makepyfile(test_s=SNAP_TEST.replace('raise RuntimeError', 'pass  #'))
+    assert pytester.runpytest("--snapshot-update", "-p", "no:cacheprovider").ret == 0
+    snaps = sorted(p.name for p in pytester.path.rglob("*.ambr"))
+    assert snaps, "the first run records the snapshots"
+    before = {p: p.read_text() for p in pytester.path.rglob("*.ambr")}
+    pytester.makepyfile(test_s=SNAP_TEST)       # case b now fails before asserting
+    result = pytester.runpytest("--snapshot-update", "-p", "no:cacheprovider")
+    assert result.ret == 1
+    assert {p: p.read_text() for p in pytester.path.rglob("*.ambr")} == before
+    out = result.stdout.str()
+    assert "snapshot deleted" not in out and "snapshots deleted" not in out
+    result.stdout.fnmatch_lines(["*snapshots: no unused snapshot reported or deleted: 1 test*"])
+
+
+def test_a_bad_expectation_file_is_one_usage_error_before_any_test(pytester, no_gpu):
+    root = pytester.path / "expectations"
+    root.mkdir()
+    (root / "sm_80.yaml").write_text("schema: 1\narch: sm_80\ncharacteristics:\n"
+                                     "  latency.x:\n\tvalue: 4\n")
+    pytester.makepyfile("def test_a(arch): pass\ndef test_b(arch): pass\n")
+    result = pytester.runpytest("--gpu-arch=sm_80")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "bad expectation file:" in err and "sm_80.yaml:5:" in err
+    assert err.count("sm_80.yaml") == 1 and "Traceback" not in err
+    assert "passed" not in result.stdout.str()
+
+
+def test_an_empty_gpu_arch_is_a_usage_error(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest("--gpu-arch=")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--gpu-arch: empty value; valid values: " in result.stderr.str()
+
+
+def test_the_repository_tests_need_the_plugin(pytester):
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
+    pytester.makepyfile("def test_x(arch): pass")
+    result = pytester.runpytest("-p", "no:gpuchar")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "need the gpuchar plugin" in err and "fixture 'arch' not found" not in err
+
+
+MODULES = ("test_memory_table_iv", "test_table_v_instructions")
+
+
+def _static_suite(pytester, *args: str) -> dict:
+    """Tables IV and V's static checks for sm_80, of Table V the add.u32 and mul.lo.u32 rows
+    (a copy of the real modules and their snapshots)."""
+    src = REPO / "tests" / "characterisation"
+    dst = pytester.path / "tests" / "characterisation"
+    dst.mkdir(parents=True, exist_ok=True)
+    for f in ("conftest.py", *(m + ".py" for m in MODULES)):
+        shutil.copy(src / f, dst / f)
+    for sub in (src / "__sass__").glob("ptxas-*/sm_80/test_*"):
+        if sub.name not in MODULES:
+            continue
+        shutil.copytree(sub, dst / sub.relative_to(src), dirs_exist_ok=True)
+    shutil.copytree(REPO / "expectations", pytester.path / "expectations", dirs_exist_ok=True)
+    out = pytester.path / f"out{len(args)}"
+    result = pytester.runpytest_subprocess("tests/characterisation", "--gpu-arch=sm_80", "-m",
+                                           "static", "-k", "memory or add.u32 or mul.lo.u32",
+                                           "-p", "no:cacheprovider",
+                                           "--gpuchar-report", str(out), *args)
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    return json.loads((out / "gpuchar-results.json").read_text())
+
+
+def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu):
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    from pytest_gpuchar.core import toolchain
+    try:
+        toolchain.find("ptxas", "sm_80")
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    serial = _static_suite(pytester)
+    parallel = _static_suite(pytester, "-n", "2")
+
+    def key(doc):
+        return sorted((r["key"], r["arch"], r["status"], r["detail"]) for r in doc["results"])
+    assert serial["results"] and key(parallel) == key(serial)
+    assert parallel["meta"]["skipped"] == serial["meta"]["skipped"]
+    assert parallel["meta"]["static_checks"] == serial["meta"]["static_checks"] != {}

@@ -1,0 +1,111 @@
+"""The session object without a GPU: which GPU a pytest-xdist worker is pinned to, and how
+declared-unmeasurable probes are verified."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_gpuchar.core import device
+from pytest_gpuchar.core.probe import DeclaredUnmeasurable, Probe
+from pytest_gpuchar.core.verify import ProbeInvalid
+from pytest_gpuchar.results.expectations import Store
+from pytest_gpuchar.session import GpuCharSession, StaleDeclaration
+
+
+def session(tmp_path, *, worker: str | None = None, index: int | None = None):
+    config = SimpleNamespace(workerinput={"workerid": worker}) if worker else SimpleNamespace()
+    return GpuCharSession(config, None, 7, 20.0, None, index, Store(tmp_path))
+
+
+@pytest.fixture
+def detected(monkeypatch):
+    calls = []
+    monkeypatch.setattr(device, "detect", lambda index=None: calls.append(index) or
+                        device.Absent("faked"))
+    monkeypatch.delenv("GPUCHAR_DEVICE", raising=False)
+    return calls
+
+
+@pytest.mark.parametrize("worker, gpus, want", [("gw0", 4, 0), ("gw3", 4, 3), ("gw5", 4, 1),
+                                                ("gw1", 1, 0), ("gw2", 0, None)])
+def test_worker_n_is_pinned_to_gpu_n_modulo_the_visible_gpus(tmp_path, monkeypatch, detected,
+                                                             worker, gpus, want):
+    """Indices count the GPUs CUDA_VISIBLE_DEVICES leaves visible (the driver's numbering)."""
+    monkeypatch.setattr(device, "device_count", lambda: gpus)
+    session(tmp_path, worker=worker).device
+    assert detected == [want]
+
+
+def test_an_explicit_device_wins_over_the_worker_mapping(tmp_path, monkeypatch, detected):
+    monkeypatch.setattr(device, "device_count", lambda: 4)
+    session(tmp_path, worker="gw3", index=0).device           # --gpuchar-device=0
+    monkeypatch.setenv("GPUCHAR_DEVICE", "2")
+    session(tmp_path, worker="gw3").device                    # GPUCHAR_DEVICE: detect reads it
+    assert detected == [0, None]
+
+
+def test_a_single_process_uses_the_default_device(tmp_path, detected):
+    s = session(tmp_path)
+    assert not s.device and s.device.reason == "faked"
+    assert detected == [None]          # detected once, then kept
+
+
+def test_worker_device_without_cupy_is_none():
+    assert device.worker_device(3, count=0) is None
+    assert device.worker_device(3, count=2) == 1
+
+
+class _Invalid(Probe):
+    def check(self, functions):
+        raise ProbeInvalid("probe invalid: cpi/setp.ne.s32: unexpected instructions: "
+                           "{'P2R': 1}")
+
+
+class _Valid(Probe):
+    def check(self, functions):
+        return "ok"
+
+
+DECLARED = """schema: 1
+arch: sm_90
+unmeasurable:
+  cpi/setp.ne.s32:
+    reason: predicates spilled through P2R
+    sass: "P2R"
+"""
+
+
+def test_a_declared_probe_is_skipped_while_its_fact_holds(tmp_path):
+    (tmp_path / "sm_90.yaml").write_text(DECLARED)
+    s = session(tmp_path)
+    p = _Invalid("cpi/setp.ne.s32", "sm_90", "", {1: "k"}, {1: 1})
+    with pytest.raises(DeclaredUnmeasurable, match="predicates spilled through P2R"):
+        s.verify(p, {})
+    (tmp_path / "sm_90.yaml").write_text(DECLARED.replace('"P2R"', '"R2UR"'))
+    with pytest.raises(ProbeInvalid):                 # invalid for another reason: fails
+        session(tmp_path).verify(p, {})
+
+
+def test_a_declared_probe_that_is_valid_now_fails(tmp_path):
+    (tmp_path / "sm_90.yaml").write_text(DECLARED)
+    p = _Valid("cpi/setp.ne.s32", "sm_90", "", {1: "k"}, {1: 1})
+    with pytest.raises(StaleDeclaration, match="remove the declaration"):
+        session(tmp_path).verify(p, {})
+    assert session(tmp_path).verify(_Valid("cpi/x", "sm_90", "", {1: "k"}, {1: 1}), {}) == "ok"
+
+
+def test_a_declaration_for_one_compiler_leaves_the_others_alone(tmp_path):
+    """cpi/div.rn.f64 is invalid only in the driver's JIT: declared for jit-driver-* it is
+    skipped there, and offline ptxas (valid) is not reported stale."""
+    (tmp_path / "sm_90.yaml").write_text(DECLARED.replace('    sass: "P2R"\n',
+                                                          '    sass: "P2R"\n'
+                                                          '    compiler: "^jit-driver-"\n'))
+    s = session(tmp_path)
+    bad = _Invalid("cpi/setp.ne.s32", "sm_90", "", {1: "k"}, {1: 1})
+    good = _Valid("cpi/setp.ne.s32", "sm_90", "", {1: "k"}, {1: 1})
+    with pytest.raises(DeclaredUnmeasurable):
+        s.verify(bad, {}, "jit-driver-580.159.04")
+    assert s.verify(good, {}, "ptxas-13.5.37") == "ok"
+    with pytest.raises(ProbeInvalid):
+        s.verify(bad, {}, "ptxas-13.5.37")

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine (no network): the steps in $GPUCHAR_STEPS, in order.
+#   novisible  the suite's Table II with CUDA_VISIBLE_DEVICES="" (the GPU hidden: must skip)
+#   night1     gpuchar-nightly against the committed baseline of this device (or none), with
+#              --snapshot-update (the driver's SASS recorded; expectations not touched), then
+#              the new or out-of-tolerance figures accepted (accept_new.py: SM-internal ones
+#              at the arch level, board-dependent ones per device)
+#   night2     gpuchar-nightly against night 1 (a no-change night: exit 0 expected), the
+#              repeatability of the pair, the model parameters
+#   fresh      gpuchar-nightly against the committed baseline only (a fresh machine's first night)
+#   demo       pytest --snapshot-update -k add on Table II into a copy of the expectations:
+#              the diff of what it accepted
+# $OUT gets at most 8 files. Usage: GPUCHAR_STEPS=night1,night2 bash tools/gpu-host/gpu_check.sh
+set -u
+OUT=${OUT:-$PWD/gpuchar-out}
+STEPS=${GPUCHAR_STEPS:-night1,night2}
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . \
+  > "$LOGS/install.log" 2>&1 || { echo "install failed"; tail "$LOGS/install.log"; }
+export PYTHONPATH=/tmp/site
+export PATH=$PATH:/usr/local/cuda/bin
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv > "$LOGS/nvidia-smi.txt" 2>&1
+read -r arch dev <<<"$(python3 -c "from pytest_gpuchar.core import device; d = device.detect(); print(d.arch, d.name) if d else print('none none')")"
+echo "device: $dev ($arch)" | tee "$OUT/summary.txt"
+nightly() { python3 -m pytest_gpuchar.cli.nightly "$@"; }
+for step in ${STEPS//,/ }; do
+  start=$(date +%s)
+  case $step in
+    novisible)
+      CUDA_VISIBLE_DEVICES= python3 -m pytest tests/characterisation/test_table_ii_dependency.py \
+        -p no:cacheprovider -q -rs > "$LOGS/novisible.log" 2>&1
+      echo "novisible: exit $? $(grep -m1 -E '^SKIPPED|skipped' "$LOGS/novisible.log" | cut -c1-150)";;
+    night1)
+      nightly --out "$OUT/n1" -- --snapshot-update --gpuchar-accept-level=none > "$LOGS/n1.txt" 2>&1
+      echo "night1: exit $? $(tail -1 "$LOGS/n1.txt" | cut -c1-200)"
+      python3 tools/gpu-host/accept_new.py "$OUT/n1/report/gpuchar-results.json" "$arch" "$dev" |
+        while read -r line; do
+          eval "python3 -m pytest_gpuchar.cli.expectations update --root expectations $line"
+        done >> "$LOGS/accept.txt" 2>&1
+      echo "accepted: $(grep -c wrote "$LOGS/accept.txt") files";;
+    night2)
+      nightly --out "$OUT/n2" --previous "$OUT/n1/nightly.json" > "$LOGS/n2.txt" 2>&1
+      echo "night2: exit $? $(tail -1 "$LOGS/n2.txt" | cut -c1-200)"
+      python3 -m pytest_gpuchar.cli.nightly --repeatability "$OUT/n1/report/gpuchar-results.json" \
+        "$OUT/n2/report/gpuchar-results.json" > "$OUT/repeatability.txt" 2>&1
+      grep -E "^(ALL|[a-z_]+):" "$OUT/repeatability.txt"
+      python3 -m pytest_gpuchar.cli.model_params --results "$OUT/n2/report/gpuchar-results.json" \
+        --arch "$arch" -o "$LOGS/model-params.yaml" > /dev/null 2>&1;;
+    fresh)
+      nightly --out "$OUT/n0" > "$LOGS/n0.txt" 2>&1
+      echo "fresh night vs committed baseline: exit $? $(tail -1 "$LOGS/n0.txt" | cut -c1-200)";;
+    demo)
+      rm -rf /tmp/exp-demo && cp -r expectations /tmp/exp-demo
+      GPUCHAR_EXPECTATIONS=/tmp/exp-demo python3 -m pytest tests/characterisation/test_table_ii_dependency.py \
+        --snapshot-update --gpuchar-accept-level=arch -k add -p no:cacheprovider -q > "$LOGS/demo.log" 2>&1
+      diff -ru expectations /tmp/exp-demo > "$LOGS/accept-demo.diff"
+      echo "demo: $(grep -c '^[-+] ' "$LOGS/accept-demo.diff") changed lines";;
+  esac
+  echo "  ($step: $(( $(date +%s) - start )) s)"
+done | tee -a "$OUT/summary.txt"
+for k in 0 1 2; do
+  [ -d "$OUT/n$k" ] && tar czf "$OUT/n$k.tgz" -C "$OUT" "n$k" && rm -rf "$OUT/n$k"
+done
+# the snapshots and expectation files as they are now (the lead diffs them against the tree)
+tar czf "$OUT/recorded.tgz" tests/characterisation/__sass__ expectations
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
+ls -la "$OUT"
