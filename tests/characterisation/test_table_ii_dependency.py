@@ -8,27 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar import catalog, probes
-from pytest_gpuchar.plugin import assert_result
+from pytest_gpuchar.topics.instructions import rows, run
 
-from _common import METHOD_CPI, METHOD_LATENCY, fitted, method_text
-
-ROWS = [pytest.param(catalog.row(name), id=name) for name in catalog.TABLE_II]
+pytestmark = pytest.mark.topic("instructions")
+ROWS = [pytest.param(rows.row(name), id=name) for name in rows.TABLE_II]
 
 
 @pytest.mark.hardware
 @pytest.mark.parametrize("row", ROWS)
-def test_table_ii_dependent_vs_independent(arch, row, gpu, gpuchar, record):
-    dep_probe, ind_probe = probes.latency_probe(row, arch), probes.cpi_probe(row, arch)
-    _, dep = fitted(gpuchar, dep_probe)
-    _, ind = fitted(gpuchar, ind_probe)
-    reps = gpuchar.repeats
-    r_dep = record(f"latency.{row.name}", arch, fit=dep,
-                   method=method_text(METHOD_LATENCY, dep_probe, reps))
-    r_ind = record(f"cpi.{row.name}", arch, fit=ind,
-                   method=method_text(METHOD_CPI, ind_probe, reps))
-    for r in (r_dep, r_ind):
-        assert_result(r)
-    assert dep.value >= ind.value - 0.25, (
-        f"{row.name}: dependent chain {dep.value:.2f} cycles/op is cheaper than independent "
-        f"{ind.value:.2f}: the dependency is not being honoured")
+def test_table_ii_dependent_vs_independent(arch, row, gpu, gpuchar, hardware_row):
+    hardware_row(run.dependency(gpuchar, row, arch))
