@@ -5,40 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar import launch, toolchain
-from pytest_gpuchar.plugin import assert_result
+from pytest_gpuchar.topics.throughput import kernels, rows, run
 
-from _throughput import snapshot_text, static_function
-
-ROWS = [pytest.param(n, id=f"nt{n}") for n in launch.BAR_THREADS]
-METHOD = ("one block of {nt} threads per SM, loop of {u} bar.sync 0 per iteration; per block "
-          "max(end) - min(start) of its warps' %clock64; slope over trip counts {trips} "
-          "(median over blocks, median of {reps} launches after a warm-up)")
+pytestmark = pytest.mark.topic("throughput")
+ROWS = [pytest.param(n, id=f"nt{n}") for n in rows.BAR_THREADS]
 
 
 @pytest.mark.static
 @pytest.mark.parametrize("threads", ROWS)
-def test_bar_sync_sass(arch, threads, offline_tools, sass_snapshot):
-    p = launch.bar_probe(arch, threads)
-    tool, func = static_function(arch, p.entry)
-    launch.verify_bar(p, func)
-    assert snapshot_text(func) == sass_snapshot(toolchain.compiler_tag(tool))
+def test_bar_sync_sass(arch, threads, static_check):
+    static_check(kernels.bar_probe(arch, threads), snapshot=run.snapshot)
 
 
 @pytest.mark.hardware
 @pytest.mark.parametrize("threads", ROWS)
-def test_bar_sync_overhead(arch, threads, gpu, gpuchar, record, sass_snapshot):
-    reps = max(3, min(gpuchar.repeats, 5))
-    fit, verdict, cycles = launch.run_bar(arch, threads, gpu, repeats=reps,
-                                          watchdog_s=gpuchar.watchdog_s)
-    r = record(f"throughput.bar_sync.nt{threads}", arch, fit=fit, unit="cycles",
-               method=METHOD.format(nt=threads, u=launch.BAR_UNROLL,
-                                    trips=list(launch.BAR_TRIPS), reps=reps),
-               data={"sass_unit": verdict["unit"], "loop_control": verdict["loop_control"],
-                     "block_cycles": {str(t): v for t, v in cycles.items()},
-                     "tolerance": {"abs": 2, "rel": 0.1}})
-    p = launch.bar_probe(arch, threads)
-    from pytest_gpuchar import throughput
-    assert snapshot_text(throughput.jit_sass(gpu)[1][p.entry]) == \
-        sass_snapshot(f"jit-driver-{gpu.driver}")
-    assert_result(r)
+def test_bar_sync_overhead(arch, threads, gpu, gpuchar, hardware_row):
+    hardware_row(run.bar_sync(gpuchar, threads, arch))

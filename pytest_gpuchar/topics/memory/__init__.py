@@ -1,0 +1,2 @@
+"""The memory hierarchy (seed 003 Table IV, seed 004 Table 10, the cache staircase): pointer
+chases through each level, shared-memory bank conflicts, cache capacities and fill size."""

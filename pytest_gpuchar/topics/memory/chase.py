@@ -1,0 +1,252 @@
+"""The memory suite on the GPU: ``MemoryGpu`` is its state for one pytest session (made once
+through session.runs): the memory module JIT-linked once by the driver, each probe's SASS
+verified in it, one device buffer sized for the device-memory footprint and reused by every
+global chase. Every launch goes through the session's Gpu; every launch's end pointer is
+checked against the host's walk of the same chain."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.fit import fit
+from ...core.probe import Probe
+from . import kernels
+from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
+from .chains import ChainError, Layout, random_layout, sequential_layout
+from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STRIDES, BankRow, Kind, Space,
+                   Warm)
+
+if TYPE_CHECKING:
+    from ...session import GpuCharSession
+
+SWEEP_REPEATS = 3
+
+
+@dataclass
+class ChaseRun:
+    """Raw cycles of one chase measurement: length -> samples (warm-up launch dropped), plus
+    what the launches visited."""
+    probe: Probe
+    cycles: dict[int, list[int]]
+    ops: dict[int, int]
+    footprint: int
+    lines: int                  # distinct lines (pointers) of the chain
+    timed_steps: int            # dependent loads timed over all launches
+    smids: list[int]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Placed:
+    """Where a chase starts: the chain's base address (global) or offset base (shared,
+    const), the shared-memory image to copy in (init, words) and the buffer holding it."""
+    base: int = 0
+    init: int = 0
+    words: int = 0
+    keep: object = None
+
+
+class MemoryGpu:
+    """The memory suite's GPU state for one pytest session (see the module docstring)."""
+
+    def __init__(self, session: "GpuCharSession") -> None:
+        self.gpu = session.gpu
+        self.dev = self.gpu.dev
+        self.geo: Geometry = geometry(self.dev)
+        (_, text, name), = kernels.group(self.dev.arch).parts()
+        self.compiled, self.functions = session.builds.jit_module(self.dev, text, name)
+        self._buf = None
+        self._verified: dict[str, dict] = {}
+
+    def verified(self, probe: Probe) -> dict:
+        """Verify the probe's timed regions in the driver's own SASS (once); its unit."""
+        if probe.name not in self._verified:
+            self._verified[probe.name] = dict(probe.check(self.functions).unit)
+        return self._verified[probe.name]
+
+    def buffer(self):
+        import cupy as cp
+        if self._buf is None:
+            size = self.geo.dram_footprint()[0]
+            self._buf = cp.zeros(size // 8, dtype=np.uint64)
+        return self._buf
+
+    def flush_l2(self) -> None:
+        """Evict the L2 by writing a scratch buffer of twice its size."""
+        import cupy as cp
+        scratch = cp.empty(2 * self.geo.l2_bytes // 8, dtype=np.uint64)
+        scratch.fill(1)
+        del scratch
+
+    def _upload(self, lay: Layout) -> int:
+        import cupy as cp
+        buf = self.buffer()
+        if lay.footprint > buf.nbytes:
+            raise ChainError(f"chain of {lay.footprint} B exceeds the buffer ({buf.nbytes} B)")
+        base = int(buf.data.ptr)
+        buf[cp.asarray(lay.word_index())] = cp.asarray(lay.pointers(base))
+        return base
+
+    def _place(self, probe: kernels.ChaseProbe, lay: Layout, flush: bool) -> Placed:
+        """Global chains are uploaded to the buffer (then the L2 flushed if asked: the upload
+        itself left the last-written lines in it); shared chains are copied into shared memory
+        by the kernel; the const chain is in the PTX."""
+        import cupy as cp
+        if probe.space == Space.GLOBAL:
+            base = self._upload(lay)
+            if flush:
+                self.flush_l2()
+            return Placed(base)
+        if probe.space == Space.SHARED:
+            if lay.footprint > SMEM_BYTES:
+                raise ChainError(f"shared chain of {lay.footprint} B > {SMEM_BYTES} B")
+            words = np.zeros(SMEM_BYTES // 4, dtype=np.uint32)
+            words[(lay.word_index() * 2)] = (lay.nxt * lay.stride).astype(np.uint32)
+            keep = cp.asarray(words)
+            return Placed(0, int(keep.data.ptr), int(lay.footprint // 4), keep)
+        return Placed()
+
+    def chase(self, probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
+              warm: Warm = Warm.EVERY, lengths: dict[int, int] | None = None,
+              flush: bool | None = None) -> ChaseRun:
+        """Launch the probe's kernels on `lay`, 1 + `repeats` times per length, each launch
+        continuing the chain where the last one stopped (``lay.cursor``). warm: EVERY (walk
+        the whole cycle before every timed chain), FIRST (only before the first launch: levels
+        that persist across launches, the L2), NONE. `flush` (default: when warm is NONE)
+        evicts the L2 after the upload. `lengths`: steps timed per length (default the
+        probe's ops)."""
+        import cupy as cp
+        self.gpu.ensure_alive(probe.name)
+        self.verified(probe)
+        at = self._place(probe, lay, warm == Warm.NONE if flush is None else flush)
+        stuck = probe.flavour == "shared_st_ld"   # st [p], p: the chain stays put
+        state = cp.asarray(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
+        lengths = lengths or dict(probe.ops)
+        outs, expect = {}, []
+        pos, first = lay.cursor, True
+        for n in sorted(lengths):
+            fn = self.compiled.function(probe.entries[n])
+            out = cp.zeros((repeats + 1, 3), dtype=np.uint64)
+            for r in range(repeats + 1):
+                w = lay.n if (warm == Warm.EVERY or (warm == Warm.FIRST and first)) else 0
+                first = False
+                self.gpu.launch(fn, (1,), (1,), (out[r], state, np.uint32(w),
+                                                 np.uint32(lengths[n]), np.uint64(at.init),
+                                                 np.uint32(at.words)), name=probe.name)
+                if not stuck:
+                    pos = lay.walk(pos, w + lengths[n])
+                expect.append((n, r, at.base + pos * lay.stride))
+            outs[n] = out
+        self.gpu.wait(probe.name)
+        host = {n: out.get() for n, out in outs.items()}
+        self._check_ends(probe, lay, host, expect)
+        del at
+        lay.cursor = pos
+        return ChaseRun(probe, {n: [int(v) for v in host[n][1:, 0]] for n in host},
+                        dict(lengths), lay.footprint, lay.n,
+                        sum(lengths[n] * (repeats + 1) for n in lengths),
+                        sorted({int(v) for n in host for v in host[n][:, 2]}))
+
+    @staticmethod
+    def _check_ends(probe: Probe, lay: Layout, host: dict, expect: list) -> None:
+        for n, r, want in expect:
+            got = int(host[n][r, 1])
+            if got != want:
+                raise ChainError(
+                    f"{probe.name}: launch {r} of length {n} ended at {got:#x}, the host's walk "
+                    f"of the same chain at {want:#x}: the chase did not visit the intended "
+                    f"lines (footprint {lay.footprint} B, {lay.n} pointers)")
+
+    def bank(self, row: BankRow, *, repeats: int) -> ChaseRun:
+        """One warp's conflicted chase (Table 10 row); thread 0's cycles; every thread's end
+        offset checked."""
+        import cupy as cp
+        probe = kernels.bank_probe(row, self.dev.arch)
+        self.verified(probe)
+        words, starts = bank_layout(row)
+        d_words = cp.asarray(words)
+        state = cp.asarray(starts)
+        outs = {}
+        for n in CHAIN_LENGTHS:
+            fn = self.compiled.function(probe.entries[n])
+            out = cp.zeros((repeats + 1, 32 * 3), dtype=np.uint64)
+            self.gpu.repeat(fn, (1,), (32,), lambda r, out=out: (
+                out[r], state, np.uint64(d_words.data.ptr), np.uint32(len(words))), repeats,
+                name=probe.name)
+            outs[n] = out
+        self.gpu.wait(probe.name)
+        cycles = {}
+        for n, out in outs.items():
+            h = out.get().reshape(repeats + 1, 32, 3)
+            for t in range(32):
+                want = bank_end(row, t, n)
+                if int(h[0, t, 1]) != want:
+                    raise ChainError(f"{probe.name} {row.name}: thread {t} ended at offset "
+                                     f"{int(h[0, t, 1])}, expected {want}")
+            cycles[n] = [int(v) for v in h[1:, 0, 0]]
+        return ChaseRun(probe, cycles, {n: n for n in CHAIN_LENGTHS},
+                        BANK_POSITIONS * bank_block(row), BANK_POSITIONS * 32, 0, [])
+
+
+# --- sweeps -------------------------------------------------------------------------------------
+
+@dataclass
+class Curve:
+    """A sweep's figures: latency (and its spread) per footprint or stride."""
+    footprints: list[int]
+    latency: list[float]
+    spread: list[float]
+    smids: list[int]
+    warm: list[str]
+
+    def as_data(self) -> dict:
+        return {"footprint_bytes": self.footprints,
+                "latency_cycles": [round(v, 2) for v in self.latency],
+                "spread_cycles": [round(v, 2) for v in self.spread], "warm": self.warm,
+                "smids": self.smids}
+
+
+def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS) -> Curve:
+    """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
+    of Geometry.sweep(): the cache staircase."""
+    probe = kernels.chase_probe("ca", s.dev.arch, Kind.CHAIN)
+    fps, lat, spread, smids, warms = [], [], [], set(), []
+    for f in s.geo.sweep():
+        lay = random_layout(f, LINE, seed=f % 9973)
+        w = s.geo.sweep_warm(f)
+        run = s.chase(probe, lay, repeats=repeats, warm=w)
+        fitted = fit(run.cycles, run.ops)
+        fps.append(f)
+        lat.append(fitted.value)
+        spread.append(fitted.spread)
+        warms.append(w.value)
+        smids.update(run.smids)
+    return Curve(fps, lat, spread, sorted(smids), warms)
+
+
+def fill_sweep(s: MemoryGpu, repeats: int = SWEEP_REPEATS) -> Curve:
+    """Mean latency of a forward ld.global.ca walk at each stride of STRIDES over a region
+    held in the L2 but not the L1 (walked once with .cg first): misses are L1 fills from the
+    L2, so the curve gives the L1 fill granularity.
+
+    The same walk for L2 fills from device memory (.cg over a flushed region) is NOT offered:
+    on the H200 its latency was not monotonic in the stride and differed between sessions
+    ([325, 335, 588, 807, 765, 641] and [318, 359, 458, 546, 650, 692] cycles for 8..256 B:
+    DRAM row-buffer locality and prefetching dominate), so no fill size can be read from it."""
+    probe = kernels.chase_probe("ca", s.dev.arch, Kind.CHAIN)
+    warm_probe = kernels.chase_probe("cg", s.dev.arch, Kind.LOOP)
+    fps, lat, spread, smids, warms = [], [], [], set(), []
+    for stride in STRIDES:
+        lay = sequential_layout(FILL_REGION // stride, stride)
+        s.chase(warm_probe, lay, repeats=0, warm=Warm.NONE, flush=True,
+                lengths={min(warm_probe.entries): lay.n})
+        run = s.chase(probe, lay, repeats=repeats, warm=Warm.NONE, flush=False)
+        fitted = fit(run.cycles, run.ops)
+        fps.append(stride)
+        lat.append(fitted.value)
+        spread.append(fitted.spread)
+        warms.append("l2-resident")
+        smids.update(run.smids)
+    return Curve(fps, lat, spread, sorted(smids), warms)

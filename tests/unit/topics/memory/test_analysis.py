@@ -1,0 +1,212 @@
+"""The memory figures' maths (topics/memory/analysis.py) on synthetic data: footprints from
+device attributes, bank-conflict layouts, staircase knees (including curves measured on the
+lent H100/H200), fill size."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_gpuchar.core import device
+from pytest_gpuchar.topics.memory import analysis, rows
+from pytest_gpuchar.topics.memory.rows import LINE
+
+
+class _Dev:
+    def __init__(self, l2=50 * 2**20, l1=256 * 1024, free=140 * 2**30):
+        self.l2_bytes, self.l1_shared_bytes, self.free_memory_bytes = l2, l1, free
+
+
+def test_footprints_from_device_attributes():
+    g = analysis.geometry(_Dev())
+    assert g.notes == []
+    assert g.footprint("dram") == 256 * 2**20 and g.footprint("dram") >= 4 * g.l2_bytes
+    assert g.l1_bytes < g.footprint("l2") < g.l2_bytes // 2
+    assert g.footprint("l1") <= 24 * 1024
+    pts = g.sweep()
+    assert pts[0] == 4096 and pts[-1] == 256 * 2**20
+    assert all(p % LINE == 0 for p in pts) and pts == sorted(set(pts))
+    assert len(pts) == 3 * 16 + 1
+
+
+def test_footprint_reduced_when_above_free_memory():
+    g = analysis.geometry(_Dev(free=100 * 2**20))
+    got, note = g.dram_footprint()
+    assert got <= 75 * 2**20 and got == 64 * 2**20
+    assert "reduced from 256 MiB" in note and "NOT reached" in note
+    assert any("reduced" in n for n in g.notes)
+    got, note = analysis.fit_to_memory(1 << 30, 8 << 30)
+    assert got == 1 << 30 and note == ""
+    got, note = analysis.fit_to_memory(1 << 30, None)
+    assert got == 1 << 30
+
+
+def test_fallback_when_attributes_unreadable():
+    g = analysis.geometry(_Dev(l2=0, l1=0, free=None))
+    assert g.l2_bytes == analysis.FALLBACK_L2 and g.l1_bytes == analysis.FALLBACK_L1
+    assert len(g.notes) == 2 and all("fallback" in n for n in g.notes)
+    assert g.sweep()[-1] == 4 * analysis.FALLBACK_L2
+
+
+def test_sweep_warm_policy_by_footprint():
+    g = analysis.geometry(_Dev())
+    assert g.sweep_warm(1 << 20) == rows.Warm.EVERY
+    assert g.sweep_warm(50 * 2**20) == rows.Warm.FIRST
+    assert g.sweep_warm(64 * 2**20) == rows.Warm.NONE
+
+
+def test_level_layouts_span_their_footprints():
+    g = analysis.geometry(_Dev())
+    for lv in rows.LEVELS:
+        if lv.is_dram:
+            continue
+        lay = analysis.level_layout(lv, g)
+        assert lay.footprint == g.footprint(lv.footprint)
+    assert rows.level("l2_hit").policy == rows.Warm.FIRST
+    assert rows.level("dram_cv").policy == rows.Warm.NONE
+    assert rows.level("l1_hit").policy == rows.Warm.EVERY
+
+
+def _curve(levels, fps, noise=0.0, seed=0, ramp=1):
+    rng = np.random.default_rng(seed)
+    lat = []
+    for f in fps:
+        v = levels[-1][1]
+        for cap, val in levels:
+            if f <= cap:
+                v = val
+                break
+        lat.append(v)
+    lat = np.array(lat, float)
+    if ramp > 1:   # partial hits: a gradual rise over `ramp` points after each capacity
+        for k in range(1, len(lat)):
+            if lat[k] > lat[k - 1] * 1.3:
+                lo, hi = lat[k - 1], lat[k]
+                for j in range(ramp - 1):
+                    if k + j < len(lat):
+                        lat[k + j] = lo + (hi - lo) * (j + 1) / ramp
+                break
+    return (lat * (1 + noise * rng.standard_normal(len(lat)))).tolist()
+
+
+FPS = [int(round(4096 * 2 ** (k / 3) / 128)) * 128 for k in range(49)]
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.02])
+def test_knees_on_synthetic_staircase(noise):
+    levels = [(256 * 1024, 33.0), (50 * 2**20, 260.0), (1 << 40, 800.0)]
+    lat = _curve(levels, FPS, noise)
+    found = analysis.knees(FPS, lat)
+    assert len(found) == 2
+    l1, l2 = found
+    assert l1.lo <= 256 * 1024 < l1.hi and l2.lo <= 50 * 2**20 < l2.hi
+    assert abs(l1.below - 33) < 3 and abs(l2.above - 800) < 40
+
+
+def test_knees_with_gradual_transition_and_a_far_level():
+    levels = [(192 * 1024, 30.0), (20 * 2**20, 200.0), (40 * 2**20, 300.0), (1 << 40, 600.0)]
+    lat = _curve(levels, FPS, 0.01, ramp=3)
+    ps = analysis.plateaus(FPS, lat)
+    assert len(ps) == 4
+    assert all(abs(p.latency - e) <= 0.05 * e for p, e in zip(ps, [30, 200, 300, 600]))
+    ks = analysis.knees(FPS, lat)
+    assert ks[0].lo <= 192 * 1024 and ks[-1].lo <= 40 * 2**20 < ks[-1].hi
+
+
+def test_flat_curve_has_no_knee():
+    assert analysis.knees(FPS, [100.0] * len(FPS)) == []
+
+
+def test_fill_granularity_on_synthetic_sweep():
+    strides = list(rows.STRIDES)
+    hit, miss = 30.0, 250.0
+    for fill in (32, 64, 128):
+        lat = [hit + min(1.0, s / fill) * (miss - hit) for s in strides]
+        assert analysis.fill_granularity(strides, lat) == fill
+    assert analysis.fill_granularity(strides, [30.0] * len(strides)) is None
+    lat = [hit + min(1.0, s / 32) * (miss - hit) for s in strides]
+    assert analysis.fill_model_error(strides, lat, 32) < 1e-9
+    # a curve that falls back after the "fill size": not a fill-size curve at all
+    bad = [30.0, 250.0, 40.0, 250.0, 60.0, 250.0]
+    fill = analysis.fill_granularity(strides, bad)
+    assert analysis.fill_model_error(strides, bad, fill) > 0.3
+
+
+@pytest.mark.parametrize("row", rows.BANK_ROWS, ids=lambda r: r.name)
+def test_bank_layout_gives_the_intended_conflict_degree(row):
+    assert analysis.bank_banks(row) == max(1, row.ways)
+    words, starts = analysis.bank_layout(row)
+    k = row.ways
+    block = max(128, 32 * 4 * k)
+    for t in (0, 5, 31):
+        a = int(starts[t])
+        for m in range(4):   # the thread's cycle: 4 positions, back to the start
+            a = int(words[a // 4])
+        assert a == int(starts[t])
+        assert int(words[int(starts[t]) // 4]) == block + t * 4 * k
+        # where the GPU's end-offset check expects thread t after n loads
+        assert analysis.bank_end(row, t, 4) == int(starts[t])
+        assert analysis.bank_end(row, t, 17) == block + t * 4 * k
+
+
+def test_bank_rows_halves():
+    assert rows.BankRow(32, 4).half == rows.BankRow(32, 2)
+    assert rows.BankRow(64, 2).half is None        # no u64 1-way row
+    assert rows.BankRow(32, 1).half is None and rows.BankRow(32, 0).half is None
+
+
+def test_human_bytes():
+    assert analysis.human_bytes(256 * 2**20) == "256 MiB"
+    assert analysis.human_bytes(4096) == "4 KiB"
+    assert math.isclose(len(rows.LEVELS), 9)
+
+
+def test_device_info_memory_fields_default_and_table():
+    d = device.DeviceInfo(0, "x", "sm_90", 132, 50 * 2**20, 228 * 1024, 1 << 37, None, None,
+                          None, "580", "13.0", "13.0")
+    assert d.l1_shared_bytes == 0 and d.free_memory_bytes is None
+    assert d.max_shared_per_block_optin == 0
+    assert device.L1_SHARED_BYTES["sm_90"] == 256 * 1024
+    assert device.L1_SHARED_BYTES["sm_80"] == 192 * 1024
+    # without cupy the free-memory probe answers None, never raises
+    assert device.free_memory() is None or device.free_memory() > 0
+    g = analysis.geometry(d)
+    assert g.l1_bytes == analysis.FALLBACK_L1 and any("fallback" in n for n in g.notes)
+
+
+# ld.global.ca staircases measured on the lent GPUs, 4 KiB .. 256 MiB, 3 points per doubling:
+# two H100 runs (a partial-hit point pair formed a plateau of its own in the second) and H200
+H100_RUN1 = [32.0, 31.9, 31.3, 32.0, 32.5, 32.0, 32.3, 32.4, 31.8, 31.5, 32.1, 32.6, 31.4, 32.0,
+             31.3, 31.2, 31.9, 31.4, 221.9, 274.6, 276.1, 277.5, 274.5, 271.9, 275.4, 279.1,
+             276.1, 277.0, 272.9, 276.9, 275.1, 275.8, 275.3, 278.7, 276.7, 276.8, 274.1, 278.4,
+             320.0, 531.6, 499.0, 533.2, 642.2, 672.9, 714.3, 693.9, 691.4, 679.1, 691.0]
+H100_RUN2 = H100_RUN1[:38] + [331.8, 529.0, 497.2, 571.6, 653.8, 650.1, 690.6, 667.5, 675.8,
+                              692.8, 683.7]
+H200 = [32.2] * 18 + [211.4] + [282.0] * 20 + [431.7, 525.0, 477.7, 662.5, 647.5, 663.3, 654.2,
+                                               673.1, 661.5, 633.4]
+
+
+def _footprints(n=49):
+    return [int(round(4096 * 2 ** (i / 3))) for i in range(n)]
+
+
+@pytest.mark.parametrize("curve", [H100_RUN1, H100_RUN2, H200], ids=["h100-1", "h100-2", "h200"])
+def test_last_level_knee_is_the_edge_of_device_memory(curve):
+    fp = _footprints()
+    k = analysis.last_level_knee(fp, curve)
+    # 50.8 MiB still at (far) L2 latency, 64 MiB in device memory, in every run
+    assert (k.lo, k.hi) == (fp[39 + 2], fp[39 + 3])
+    assert k.lo / (50 * 2 ** 20) < analysis.SWEEP_STEP       # H100's 50 MiB L2: one step
+    assert 600 < k.above < 700
+
+
+def test_knees_alone_mistook_a_partial_hit_pair_for_the_l2():
+    fp = _footprints()
+    assert analysis.knees(fp, H100_RUN2)[-1].lo == fp[42]          # 64 MiB: what failed on H100
+    assert analysis.last_level_knee(fp, H100_RUN2).lo == fp[41]    # 50.8 MiB
+
+
+def test_last_level_knee_needs_a_level_below_device_memory():
+    fp = _footprints(10)
+    assert analysis.last_level_knee(fp, [600.0] * 10) is None

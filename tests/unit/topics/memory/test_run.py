@@ -1,0 +1,178 @@
+"""The memory rows as the hardware step reads them (topics/memory/run.py), from synthetic
+chase runs placed in the session's run cache: figures, keys, units, data and the rows'
+invariants, no GPU."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_gpuchar.core import sass
+from pytest_gpuchar.core.probe import NotApplicable
+from pytest_gpuchar.results.judge import Measured
+from pytest_gpuchar.session import RunCache
+from pytest_gpuchar.topics.memory import analysis, kernels, rows, run
+from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve
+
+ARCH = "sm_90"
+FPS = [int(round(4096 * 2 ** (i / 3))) for i in range(49)]
+# L1 to 192 KiB, near L2 to 20 MiB, far L2 to 40 MiB, then device memory
+STEPS = [30.0 if f <= 192 * 1024 else 200.0 if f <= 20 * 2**20 else 300.0 if f <= 40 * 2**20
+         else 600.0 for f in FPS]
+
+
+class FakeGpuState:
+    """Stands in for MemoryGpu: geometry, device, SASS and verified units, no launches."""
+
+    def __init__(self) -> None:
+        dev = SimpleNamespace(name="fake H100", arch=ARCH, l2_bytes=50 * 2**20,
+                              l1_shared_bytes=256 * 1024, free_memory_bytes=80 * 2**30)
+        self.dev = dev
+        self.geo = analysis.geometry(dev)
+        self.functions = {e: sass.Function(e, []) for p in kernels.suite_probes(ARCH)
+                          for e in p.entries.values()}
+
+    def verified(self, probe):
+        return {"LDX": 1.0}
+
+
+def _session(repeats: int = 7):
+    s = SimpleNamespace(runs=RunCache(), repeats=repeats)
+    s.runs.once(("memory", "session"), FakeGpuState)
+    return s
+
+
+def _run(probe, per_op: float, ops=None, reps: int = 7) -> ChaseRun:
+    ops = ops or dict(probe.ops)
+    cycles = {n: [int(100 + per_op * ops[n]) + (r % 2) for r in range(reps)] for n in ops}
+    return ChaseRun(probe, cycles, ops, 4096, 32, sum(ops.values()) * (reps + 1), [3])
+
+
+def _chase(s, level: rows.Level, chain: float, loop: float) -> None:
+    c = kernels.chase_probe(level.flavour, ARCH, "chain")
+    lp = kernels.chase_probe(level.flavour, ARCH, "loop")
+    s.runs.once(("memory", "chain", level.key), lambda: _run(c, chain))
+    s.runs.once(("memory", "loop", level.key), lambda: _run(lp, loop))
+
+
+def test_latency_row_gives_latency_and_loop_figures():
+    s = _session()
+    lv = rows.level("l1_hit")
+    _chase(s, lv, 33.0, 36.0)
+    m = run.latency(s, lv, ARCH)
+    assert isinstance(m, Measured) and m.checks == []
+    lat, loop = m.figures
+    assert (lat.key, lat.unit, round(lat.value, 1)) == ("memory.latency.l1_hit", "cycles", 33.0)
+    assert loop.key == "memory.loop.l1_hit" and loop.data["loop_cost_per_step"] == 3.0
+    assert lat.data["footprint_bytes"] == 16 * 1024 and lat.data["distinct_lines"] == 128
+    assert lat.data["tolerance"] == {"abs": 1.0, "rel": 0.05} and "slopes" in lat.data
+    assert "the whole cycle walked once before the clock in every launch" in lat.method
+    assert "ld.global.ca.u64 p, [p];" in lat.method and "[16, 32, 64]" in lat.method
+    assert m.sass == kernels.chase_probe("ca", ARCH).snapshot_text(
+        s.runs.once(("memory", "session"), None).functions)
+
+
+def test_latency_row_checks_the_loop_is_serialised():
+    s = _session()
+    lv = rows.level("l2_hit")
+    _chase(s, lv, 200.0, 150.0)
+    m = run.latency(s, lv, ARCH)
+    assert any("not serialised" in c for c in m.checks)
+    assert "first launch (the L2 keeps it)" in m.figures[0].method
+
+
+def test_shared_store_is_derived_from_the_shared_load_chase():
+    s = _session()
+    _chase(s, rows.level("shared_load"), 23.0, 25.0)
+    _chase(s, rows.level("shared_store_load"), 42.0, 44.0)
+    m = run.latency(s, rows.level("shared_store_load"), ARCH)
+    st = m.figures[2]
+    assert (st.key, st.detail, round(st.value, 1)) == ("memory.latency.shared_store",
+                                                       "derived", 19.0)
+    assert st.spread is not None and st.unstable == ""
+
+
+def test_device_memory_row_checks_no_line_is_revisited():
+    s = _session()
+    lv = rows.level("dram_cv")
+    c = kernels.chase_probe("cv", ARCH, "chain")
+    big = _run(c, 600.0)
+    big.timed_steps = 10**9
+    s.runs.once(("memory", "chain", lv.key), lambda: big)
+    s.runs.once(("memory", "loop", lv.key),
+                lambda: _run(kernels.chase_probe("cv", ARCH, "loop"), 610.0))
+    m = run.latency(s, lv, ARCH)
+    assert any("revisited" in c for c in m.checks)
+    assert m.figures[0].data["tolerance"]["rel"] == 0.1
+
+
+def test_bank_row_and_its_half():
+    s = _session()
+    r4, r2 = rows.BankRow(32, 4), rows.BankRow(32, 2)
+    p = kernels.bank_probe(r4, ARCH)
+    s.runs.once(("memory", "bank", r4.name), lambda: _run(p, 8.0))
+    s.runs.once(("memory", "bank", r2.name), lambda: _run(p, 6.0))
+    m = run.bank_conflicts(s, r4, ARCH)
+    assert m.checks == [] and m.figures[0].key == "memory.bank.u32.4way"
+    assert "t*16" in m.figures[0].method and m.sass is None
+    s2 = _session()
+    s2.runs.once(("memory", "bank", r4.name), lambda: _run(p, 5.0))
+    s2.runs.once(("memory", "bank", r2.name), lambda: _run(p, 6.5))
+    assert any("cheaper than u32.2way" in c for c in run.bank_conflicts(s2, r4, ARCH).checks)
+
+
+def _staircase(s, latency):
+    fp = FPS[:len(latency)]
+    s.runs.once(("memory", "staircase"), lambda: Curve(fp, latency, [1.0] * len(fp), [0],
+                                                       ["every"] * len(fp)))
+    return fp
+
+
+def test_capacities_from_the_staircase():
+    s = _session()
+    fp = _staircase(s, STEPS)
+    drawn = []
+    art = lambda name, caption: drawn.append(name)       # noqa: E731 - no report directory
+    l2 = run.capacity(s, rows.Capacity.L2, ARCH, art)
+    last = max(k for k, f in enumerate(fp) if f <= 40 * 2**20)
+    assert l2.checks == [] and l2.figures[0].value == fp[last]
+    assert l2.figures[0].unit == "bytes"
+    assert "knee" in l2.figures[0].data
+    l1 = run.capacity(s, rows.Capacity.L1, ARCH, art)
+    assert l1.checks == [] and l1.figures[0].key == "memory.capacity.l1"
+    assert l1.figures[0].value == max(f for f in fp if f <= 192 * 1024)
+    assert drawn == ["memory-staircase.png"]       # the plot is made once per session
+    near_far = run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, art)
+    far, near = near_far.figures
+    assert (far.key, far.value, near.key) == ("memory.latency.l2_far", 300.0,
+                                              "memory.capacity.l2_near")
+    assert near.value == max(f for f in fp if f <= 20 * 2**20) and near_far.checks == []
+
+
+def test_near_far_not_separated_is_not_applicable():
+    s = _session()
+    _staircase(s, [32.0] * 18 + [600.0] * 10)
+    with pytest.raises(NotApplicable, match="near/far L2 not separated"):
+        run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, lambda *a: None)
+
+
+def test_flat_staircase_is_a_failed_check():
+    s = _session()
+    _staircase(s, [100.0] * 10)
+    m = run.capacity(s, rows.Capacity.L1, ARCH, lambda *a: None)
+    assert m.figures == [] and "1 latency plateau" in m.checks[0]
+
+
+def test_fill_row():
+    strides = list(rows.STRIDES)
+    lat = [30.0 + min(1.0, st / 32) * 220.0 for st in strides]
+    s = _session()
+    s.runs.once(("memory", "fill", "l1"), lambda: Curve(strides, lat, [0.0] * 6, [0],
+                                                       ["l2-resident"] * 6))
+    (f,) = run.fill(s, "l1", ARCH).figures
+    assert (f.key, f.value, f.unit, f.unstable) == ("memory.geometry.l1_fill_bytes", 32.0,
+                                                    "bytes", "")
+    bad = [30.0, 250.0, 40.0, 250.0, 60.0, 250.0]
+    s = _session()
+    s.runs.once(("memory", "fill", "l1"), lambda: Curve(strides, bad, [0.0] * 6, [0], []))
+    assert "fill model" in run.fill(s, "l1", ARCH).figures[0].unstable
