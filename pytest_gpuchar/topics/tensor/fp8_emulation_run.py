@@ -1,0 +1,157 @@
+"""The FP8 mma.sync emulation on sm_90 on the GPU: the probes JIT-linked once (Group
+"fp8_emulated"), every kernel's driver SASS verified as the repeated F2FP + HMMA + FADD
+sequence, launched with 1, 4 and 8 warps on one SM, fitted once per session; its cost per op
+in a C-dependent chain, its throughput against the FP8 peak and against the native FP8 wgmma
+measured in the same session (wgmma_depth row e4m3.f32.m64n256k32)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.build import Group
+from ...core.fit import Fit
+from ...core.gpu import LaunchRefused
+from ...results.judge import Measured, Measurement
+from . import fp8_emulation as fe
+from . import operands
+from . import wgmma_depth_analysis as wa
+from . import wgmma_depth_run
+from .wgmma_depth_rows import row as depth_row
+
+if TYPE_CHECKING:
+    from ...core.gpu import Gpu
+    from ...session import GpuCharSession
+
+REPEATS = 7
+NATIVE = "e4m3.f32.m64n256k32"
+TOL = {"abs": 0.5, "rel": 0.01}
+METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass}); W warps on "
+          "one SM after a bar.sync, each ILP independent accumulator chains of n ops (n = "
+          "{lengths}), every op its own A and B fragments, unrolled between two %clock64 "
+          "reads; cycles per chain step = slope over n of the mean warp span, throughput = "
+          "FLOP / slope of the block span (max end - min start); median of {reps} launches "
+          "after a warm-up; driver-JIT SASS verified (the region grows by that sequence per op)")
+
+
+def groups(arch: str) -> list[Group]:
+    ps = fe.probes(arch)
+    return [Group("fp8_emulated", fe.ARCH, ps, text=fe.module_text)] if ps else []
+
+
+def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
+    fe.require(arch, "static: ")
+    return fe.probe(r, 1, arch)
+
+
+def inputs(p: fe.EmulationProbe, n: int, threads: int, seed: int = 0xF8E) -> np.ndarray:
+    """threads x slots input words of length n's kernel: random non-zero f32 accumulators and
+    FP8 fragments."""
+    rng = np.random.default_rng(seed + n)
+    slots = p.inputs[n]
+    buf = np.zeros((threads, max(1, len(slots))), np.uint64)
+    for s in slots:
+        buf[:, s.slot] = operands.draw_regs(s.kind, threads, rng)
+    return buf
+
+
+def launch(gpu: "Gpu", p: fe.EmulationProbe, compiled, reps: int, skipped: dict) -> dict:
+    """{warps: {n: [(starts, ends) per repeat]}} for every warp count the kernel allows."""
+    import cupy as cp
+    pending = []
+    for w in fe.WARPS:
+        threads = 32 * w
+        fn0 = compiled.function(p.entries[max(p.entries)])
+        limit = int(getattr(fn0, "max_threads_per_block", 256) or 256)
+        if threads > limit:
+            skipped[w] = f"{threads} threads exceed the kernel's limit {limit} (registers)"
+            continue
+        try:
+            for n, entry in p.entries.items():
+                d_in = cp.asarray(inputs(p, n, threads))
+                out = cp.zeros((reps + 1, threads, 3), dtype=np.uint64)
+                gpu.repeat(compiled.function(entry), (1,), (threads,),
+                           lambda r, o=out, d=d_in: (o[r], d), reps, name=p.name)
+                pending.append((w, n, out, d_in))
+        except LaunchRefused as e:
+            skipped[w] = f"launch refused: {e.__cause__}"
+    gpu.wait(p.name)
+    res: dict = {}
+    for w, n, out, _ in pending:
+        if w in skipped:
+            continue
+        host = out.get()[1:].astype(np.int64)
+        res.setdefault(w, {})[n] = [(h[::32, 0], h[::32, 1]) for h in host]
+    return res
+
+
+@dataclass
+class EmulationRun:
+    points: list = field(default_factory=list)
+    sass: str = ""
+    unit: dict = field(default_factory=dict)
+    skipped: dict = field(default_factory=dict)
+
+
+def run_row(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> EmulationRun:
+    fe.require(arch, "hardware: ")
+
+    def make() -> EmulationRun:
+        gpu = session.gpu
+        gpu.ensure_alive("fp8_emulated")
+        session.runs.once(("tensor", "fp8_emulated", "jit", gpu.dev.driver),
+                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
+        out = EmulationRun()
+        for ilp in fe.ILPS:
+            p = fe.probe(r, ilp, arch)
+            built = session.builds.jit(p, gpu.dev)
+            verdict = session.verify(p, built.functions)
+            if ilp == 1:
+                out.sass, out.unit = p.snapshot_text(built.functions), dict(verdict.unit)
+            skipped: dict = {}
+            for w, recs in launch(gpu, p, built.compiled, REPEATS, skipped).items():
+                out.points.append(fe.point(recs, w, ilp))
+            out.skipped.update({f"ilp{ilp}@w{w}": why for w, why in skipped.items()})
+        return out
+    return session.runs.once(("tensor", "fp8_emulated", r.name, arch), make)
+
+
+def _figure(key, value, spread, why, unit, method, data) -> Measurement:
+    return Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, bool(why), why), unit,
+                              method=method, data=data)
+
+
+def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured:
+    run = run_row(session, r, arch)
+    sass = " + ".join(f"{v:g} x {k}" for k, v in run.unit.items())
+    method = METHOD.format(instr=r.instruction, sass=sass, lengths=list(fe.LENGTHS),
+                           reps=REPEATS)
+    base = next(p for p in run.points if p.warps == 1 and p.ilp == 1)
+    stable = [p for p in run.points if not p.unstable]
+    top = max(stable, key=lambda p: p.throughput) if stable else None
+    out = [_figure(f"{r.key}.accumulate_chain_cycles", base.chain_cycles, 0.0, base.why,
+                   "cycles/op", "1 warp, one chain: cycles per op of a C-dependent chain (C "
+                   "enters only the 4 FADD; the HMMAs of consecutive ops are independent); "
+                   + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
+    grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
+    if top is None:
+        out.append(_figure(f"{r.key}.throughput", float("nan"), 0.0, "no stable point",
+                           "flop/clk/SM", method, {"grid": grid}))
+        return Measured(*out, sass=run.sass)
+    where = f"best stable point: {top.warps} warps, ILP {top.ilp}"
+    out += [_figure(f"{r.key}.throughput", top.throughput, top.spread, "", "flop/clk/SM",
+                    f"{where}; " + method, {"tolerance": {"rel": 0.01}, "grid": grid,
+                                            "skipped": run.skipped}),
+            _figure(f"{r.key}.vs_native_peak", top.throughput / r.native_peak,
+                    top.spread / r.native_peak, "", "ratio",
+                    f"emulated throughput over the native FP8 dense peak {r.native_peak} "
+                    f"FLOP/clk/SM ({r.peak_source})", {"tolerance": {"abs": 0.01}})]
+    native = wa.best(wgmma_depth_run.row_run(session, depth_row(NATIVE), arch).points)
+    if native is not None:
+        out.append(_figure(f"{r.key}.vs_native_wgmma", top.throughput / native.throughput,
+                           0.0, "", "ratio",
+                           f"emulated throughput over the native wgmma {NATIVE} measured in this "
+                           f"session ({native.throughput:.0f} FLOP/clk/SM at {native.label})",
+                           {"tolerance": {"abs": 0.01}}))
+    return Measured(*out, sass=run.sass)

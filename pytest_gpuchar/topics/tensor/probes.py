@@ -1,0 +1,337 @@
+"""The tensor-core probe types: ``TensorProbe`` (a row at one ILP: a counted loop of STEPS
+dependent steps per trip), ``LdmatrixProbe`` (its shared buffer is the pointer-chase layout)
+and ``WgmmaProbe`` (issued per warpgroup: a throughput loop and, at ILP 1, a completion-latency
+loop), how their timed regions are verified in SASS, and how many trips each launch runs.
+
+Only this topic knows the tensor instructions' operand shapes. Every timed region must be one
+counted loop (core.loop.verify_loop: exactly STEPS*ILP*(SASS per op) tensor instructions per
+trip, named loop control, only setup around it) whose body is STEPS deep (the chains are
+dependent); a wgmma loop body holds its fixed fence (WARPGROUP.ARRIVE) and wait
+(WARPGROUP.DEPBAR) once per trip. The loop control is part of every trip's cost: it is
+reported with the figures (``LoopVerdict.loop_control``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...core import sass, toolchain
+from ...core.loop import LOOP_CONTROL, SETUP, LoopVerdict, verify_loop
+from ...core.probe import NotApplicable, Probe
+from ...core.ptx import InputSlot
+from ...core.verify import ProbeInvalid, matches
+from . import operands
+from .analysis import SweepPoint, fit_point, plan_trips
+from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_STEPS, WGMMA_SWEEP, Kind,
+                   TensorRow, WgmmaRow)
+
+WARP = 32
+WARPGROUP = 128
+
+
+class Unsupported(NotApplicable):
+    """The arch lacks this shape/type: the reason, given before any ptxas run (a skip)."""
+
+
+def never_executed(ins: sass.Instr) -> bool:
+    """Scheduling filler between dependent tensor instructions, not part of the probe: NOP
+    (the driver JIT of 580.x pads HMMA chains with them) and instructions predicated on
+    !PT / !UPT that never execute ('@!UPT UIADD3 URZ, URZ, URZ, URZ', ptxas 13.x). They are
+    left out of the verified region."""
+    return ins.pred in ("@!PT", "@!UPT") or ins.opcode == "NOP"
+
+
+def without_filler(func: sass.Function) -> sass.Function:
+    """The function without never-executed filler (labels re-indexed): what verify_loop
+    checks. ptxas 13.x puts an '@!UPT UIADD3 URZ, URZ, URZ, URZ' after every HMMA pair of a
+    loop body; counted as loop control they would exceed its limit, though they never run."""
+    keep = [not never_executed(i) for i in func.instrs]
+    index = [0, *itertools.accumulate(keep)]      # kept instructions before each index
+    return sass.Function(func.name, [i for i, k in zip(func.instrs, keep) if k],
+                         {name: index[at] for name, at in func.labels.items()})
+
+
+def _function(probe: Probe, key: int, functions: dict[str, sass.Function]) -> sass.Function:
+    entry = probe.entries[key]
+    if entry not in functions:
+        raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS")
+    return functions[entry]
+
+
+def loop_bounds(func: sass.Function) -> tuple[int, int, int, int]:
+    """(first, last) instruction index of the timed region and (label, branch) index of its
+    one backward branch: RegionError when the region has no clock reads or not exactly one
+    loop (verify_loop then says why with the listing)."""
+    groups = sass.clock_groups(func)
+    if len(groups) < 2:
+        raise sass.RegionError(f"{func.name}: expected two clock reads, found {len(groups)}")
+    lo, hi = groups[0][1] + 1, groups[1][0]
+    loops = []
+    for k in range(lo, hi):
+        ins = func.instrs[k]
+        m = re.search(r"\.L_x_\d+", " ".join(ins.operands)) if ins.base == "BRA" else None
+        target = func.labels.get(m.group(0)) if m else None
+        if target is not None and lo <= target <= k:
+            loops.append((target, k))
+    if len(loops) != 1:
+        raise sass.RegionError(f"{func.name}: {len(loops)} backward branches in the timed "
+                               f"region, wanted one loop\n"
+                               f"{sass.format_listing(func.instrs[lo:hi])}")
+    return lo, hi, loops[0][0], loops[0][1]
+
+
+def loop_body(func: sass.Function) -> list[sass.Instr]:
+    """The timed loop's body (label to backward branch), never-executed filler left out."""
+    _, _, start, end = loop_bounds(func)
+    return [i for i in func.instrs[start:end + 1] if not never_executed(i)]
+
+
+@dataclass
+class TensorVerdict(LoopVerdict):
+    """A verified probe: per kernel (key: ops per trip, as ``Probe.entries``) what one loop
+    trip holds besides the tensor instructions (the loop control, wgmma's fence and wait)."""
+    loops: dict = field(default_factory=dict)
+
+    def accounting(self) -> dict:
+        """The loops' accounting for a figure's data: per kernel the tensor instructions per
+        trip, the other instructions of the trip (its loop control) and the body's size."""
+        return {str(k): v for k, v in self.loops.items()}
+
+
+@dataclass
+class TensorProbe(Probe):
+    """One row at one ILP: a counted loop whose trip is `steps` dependent steps of ILP
+    chains (``ops`` counts the PTX tensor ops per warp per trip: steps * ILP)."""
+    row: TensorRow | None = None
+    ilp: int = 1
+    smem_words: int = 0               # 32-bit words of the shared buffer filled from `fill`
+    steps: int = STEPS                # dependent steps of every chain per loop trip
+
+    @property
+    def slots(self) -> list[InputSlot]:
+        return self.inputs[self.steps]
+
+    @property
+    def key(self) -> tuple[Kind, str]:
+        """The sweep's key of this probe's row."""
+        return self.row.kind, self.row.name
+
+    # --- measurement ------------------------------------------------------------------------
+    def sweep_threads(self) -> list[int]:
+        """The block sizes the hardware sweep launches this probe with."""
+        return [WARP * w for w in self.row.sweep_warps]
+
+    def launches(self) -> list[tuple[int, int]]:
+        """(block size, kernel key) of every launch set of the sweep."""
+        return [(t, self.steps) for t in self.sweep_threads()]
+
+    def is_latency_loop(self, key: int) -> bool:
+        return False
+
+    def trips(self, threads: int, key: int) -> tuple[int, ...]:
+        """The trip counts of a launch set: sized so that even at the row's rate bound the
+        longest per-SM span is at least SPAN_PER_WARP x warps (analysis.plan_trips)."""
+        warps = threads // WARP
+        return plan_trips(warps=warps, work_per_step=self.row.work * self.ilp * warps,
+                          rate_bound=self.row.rate_bound, steps=self.steps)
+
+    def fill(self, rng: np.random.Generator) -> np.ndarray:
+        """The shared buffer's words (uint32): random, never zero."""
+        return operands.draw_regs("nonzero", max(1, self.smem_words), rng).astype(np.uint32)
+
+    def point(self, threads: int, raw: dict) -> SweepPoint:
+        """The sweep point of a launch of `threads` threads (every warp issues)."""
+        warps = threads // WARP
+        return fit_point(raw, warps=warps, ilp=self.ilp, work=self.row.work * self.ilp * warps,
+                         steps=self.steps)
+
+    # --- verification -----------------------------------------------------------------------
+    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
+        """Each kernel's whole timed region (the loop and what surrounds it)."""
+        out = {}
+        for key in self.entries:
+            func = _function(self, key, functions)
+            out[key] = sass.timed_region(func) if len(sass.clock_groups(func)) >= 2 else []
+        return out
+
+    def verify_regions(self, regions: dict[int, list[sass.Instr]],
+                       functions: dict[str, sass.Function]) -> TensorVerdict:
+        """One counted loop per kernel (core.loop.verify_loop: exactly steps*ILP*per_op
+        tensor instructions per trip, loop control named, setup only around it) whose body
+        is at least `steps` dependent instructions deep."""
+        (key, entry), = self.entries.items()
+        func = _function(self, key, functions)
+        count = self.ops[key] * self.per_op
+        func = without_filler(func)
+        v = verify_loop(self.name, self.arch, self.unit, count, func)
+        body = loop_body(func)
+        depth = sass.dependence_depth(body)
+        if depth < self.steps:
+            raise ProbeInvalid(
+                f"probe invalid: {self.name}: the loop body's dependence depth is {depth} "
+                f"instructions, less than the {self.steps} chained steps per trip (the "
+                f"compiler shortened the chains)\n{sass.format_listing(body)}")
+        loops = {key: {"tensor_per_trip": count, "loop_control": v.loop_control,
+                       "body_instructions": v.body_instructions}}
+        return TensorVerdict(True, v.unit, message="loop", loop_control=v.loop_control,
+                             body_instructions=v.body_instructions, loops=loops)
+
+    # --- snapshots ------------------------------------------------------------------------
+    def snapshot_header(self, tool: toolchain.Tool) -> str:
+        return (f"// {self.name} ({self.arch}, {tool.name} {tool.version}): {self.per_op} x "
+                f"{self.unit[0]} per op, loop of {self.steps} steps x ILP {self.ilp}\n")
+
+    def snapshot(self, tool: toolchain.Tool, functions: dict[str, sass.Function]) -> str:
+        return self.snapshot_header(tool) + self.snapshot_text(functions)
+
+
+class LdmatrixProbe(TensorProbe):
+    """ldmatrix pointer chases: the shared buffer holds the chase's layout."""
+
+    def fill(self, rng: np.random.Generator) -> np.ndarray:
+        return operands.ldmatrix_fill(self.ilp)
+
+
+# --- wgmma ----------------------------------------------------------------------------------
+
+GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")   # once per trip: fence, wait
+# uniform-register setup of the descriptors a compiler may repeat per trip or keep around the
+# loop (a fixed cost per trip, reported with the loop control)
+WGMMA_SETUP = ("WARPSYNC*", "R2UR*", "UMOV*", "BAR.SYNC.DEFER_BLOCKING", "UIADD3*", "ULOP*",
+               "USHF*", "IMAD.U32", "ULDC*")
+MAX_WGMMA_CONTROL = 12
+
+
+def verify_wgmma_loop(name: str, glob: str, count: int, func: sass.Function, *,
+                      drain_after: bool) -> dict:
+    """A wgmma loop: one backward branch in the timed region; per trip exactly `count`
+    wgmma (`glob`), one WARPGROUP.ARRIVE (the fence) and one WARPGROUP.DEPBAR (the wait), the
+    rest loop control or descriptor setup; around the loop only setup, and after it one
+    more wait where the loop left a group in flight (`drain_after`). More fences or waits
+    would mean the compiler serialised the wgmma. Returns the trip's accounting."""
+    lo, hi, start, end = loop_bounds(func)
+    body = [i for i in func.instrs[start:end + 1] if not never_executed(i)]
+    outside = [i for i in func.instrs[lo:start] + func.instrs[end + 1:hi]
+               if not never_executed(i)]
+
+    def fail(why: str) -> ProbeInvalid:
+        return ProbeInvalid(f"probe invalid: {name}: {why}\nintended: one loop, per trip "
+                            f"{count} x {glob} + {' + '.join(GROUP_CONTROL)} + loop control\n"
+                            f"-- timed region:\n{sass.format_listing(func.instrs[lo:hi])}")
+
+    tc = sum(1 for i in body if matches(i.opcode, glob))
+    rest = Counter(i.opcode for i in body if not matches(i.opcode, glob))
+    if tc != count:
+        raise fail(f"{tc} {glob} per trip, wanted {count}")
+    group = {g: rest.pop(g, 0) for g in GROUP_CONTROL}
+    if any(v != 1 for v in group.values()):
+        raise fail(f"per trip {group}, wanted one of each (serialised wgmma?)")
+    bad = {k: v for k, v in rest.items()
+           if not any(matches(k, p) for p in (*LOOP_CONTROL, *WGMMA_SETUP))}
+    if bad or sum(rest.values()) > MAX_WGMMA_CONTROL:
+        raise fail(f"the loop body holds other instructions: {dict(rest)}")
+    around = Counter(i.opcode for i in outside)
+    waits = around.pop("WARPGROUP.DEPBAR.LE", 0)
+    if waits != int(drain_after):
+        raise fail(f"{waits} waits around the loop, wanted {int(drain_after)}")
+    stray = {k: v for k, v in around.items()
+             if not any(matches(k, p) for p in (*SETUP, *WGMMA_SETUP))}
+    if stray:
+        raise fail(f"unexpected instructions around the loop: {dict(around)}")
+    return {"tensor_per_trip": count, "group_control": group, "loop_control": dict(rest),
+            "body_instructions": len(body)}
+
+
+@dataclass
+class WgmmaProbe(TensorProbe):
+    """wgmma loops (sm_90a), issued by each warpgroup of the block: the throughput loop
+    (key `steps`: fence, steps x ILP wgmma, commit, wait_group 1 per trip) and, at ILP 1, the
+    completion-latency loop (key LATENCY = 1: fence, one wgmma, commit, wait_group 0)."""
+    row: WgmmaRow | None = None
+    steps: int = WGMMA_STEPS
+
+    def sweep_threads(self) -> list[int]:
+        """One warpgroup; the sweep rows over warpgroups per SM."""
+        if self.row.name in WGMMA_SWEEP:
+            return [WARPGROUP * g for g in WGMMA_GROUPS]
+        return [WARPGROUP]
+
+    def launches(self) -> list[tuple[int, int]]:
+        """The throughput loop at every block size, the latency loop with one warpgroup."""
+        out = [(WARPGROUP, k) for k in self.entries if self.is_latency_loop(k)]
+        return out + [(t, self.steps) for t in self.sweep_threads()]
+
+    def is_latency_loop(self, key: int) -> bool:
+        return key != self.steps
+
+    def trips(self, threads: int, key: int) -> tuple[int, ...]:
+        if self.is_latency_loop(key):
+            return WGMMA_LAT_TRIPS
+        groups = threads // WARPGROUP
+        return plan_trips(warps=threads // WARP, work_per_step=self.row.work * self.ilp * groups,
+                          rate_bound=self.row.peak, steps=self.steps)
+
+    def fill(self, rng: np.random.Generator) -> np.ndarray:
+        # drawn and dropped as for every probe (the same random stream as ever)
+        operands.draw_regs("nonzero", max(1, self.smem_words), rng)
+        return operands.draw_regs(self.row.reg_kind, self.smem_words, rng).astype(np.uint32)
+
+    def point(self, threads: int, raw: dict) -> SweepPoint:
+        """The throughput loop's point at `threads` threads: the work is issued per
+        warpgroup, and the point's `warps` counts warpgroups (its skew is the warps')."""
+        pt = fit_point(raw, warps=threads // WARP, ilp=self.ilp,
+                       work=self.row.work * self.ilp * (threads // WARPGROUP), steps=self.steps)
+        return dataclasses.replace(pt, warps=threads // WARPGROUP)
+
+    def latency_point(self, raw: dict) -> SweepPoint:
+        """The completion-latency loop (one warpgroup): cycles per trip, i.e. per wgmma from
+        fence to wait complete, with the trip's loop control. Its figure is the per-warp span
+        (the warpgroup's wgmma synchronise its 4 warps), so their start skew is recorded but
+        not judged: fitted as one warp."""
+        return fit_point(raw, warps=1, ilp=1, work=self.row.work, steps=1)
+
+    def verify_regions(self, regions: dict[int, list[sass.Instr]],
+                       functions: dict[str, sass.Function]) -> TensorVerdict:
+        """Each kernel one wgmma loop (verify_wgmma_loop); the throughput loop leaves one
+        group in flight, drained after the loop."""
+        loops = {}
+        for key in sorted(self.entries):
+            latency = self.is_latency_loop(key)
+            loops[key] = verify_wgmma_loop(self.name, self.unit[0], self.ops[key],
+                                           _function(self, key, functions),
+                                           drain_after=not latency)
+        main = loops[self.steps]
+        return TensorVerdict(True, {self.unit[0]: 1.0, **main["group_control"]},
+                             message="wgmma loop", loop_control=main["loop_control"],
+                             body_instructions=main["body_instructions"], loops=loops)
+
+    def snapshot_text(self, functions: dict[str, sass.Function]) -> str:
+        """Every kernel of the probe (the latency loop first), normalised."""
+        return "".join(sass.normalise(_function(self, k, functions)) for k in sorted(self.entries))
+
+    def snapshot_header(self, tool: toolchain.Tool) -> str:
+        return f"// {self.name} ({self.arch}, {tool.name} {tool.version})\n"
+
+
+SERIALISED = re.compile(r"C75(10|19)|wgmma[^\n]*serializ|fence[^\n]*insert", re.I)
+
+
+def check_wgmma_log(name: str, log: str) -> None:
+    """ptxas / driver JIT warnings that wgmma was serialised or had fences inserted (C7510,
+    C7519) fail the probe."""
+    m = SERIALISED.search(log or "")
+    if m:
+        line = next((ln for ln in log.splitlines() if m.group(0) in ln), m.group(0))
+        raise ProbeInvalid(f"probe invalid: {name}: the compiler serialised wgmma or inserted "
+                           f"fences: {line.strip()}")
+
+
+def snapshot(checked) -> str:
+    """The static snapshot of checked tensor probes (fixtures.static_check's `snapshot`):
+    per probe a header naming the compiler and the SASS per op, then its shortest kernel."""
+    return "".join(b.probe.snapshot(checked.tool, b.functions) for b, _ in checked)

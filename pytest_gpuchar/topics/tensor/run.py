@@ -1,0 +1,289 @@
+"""Tensor-core sweeps on the GPU: JIT every probe of the arch (the sweep module in parts, one
+more for the sm_90a wgmma module), verify the driver's SASS of every kernel (one counted loop
+each), launch every (probe, block size, kernel) job at its three trip counts in one batch per
+module, fit over the trip counts. Made once per session (``sweep``); the figures of each table
+row are read from it. Also the modules every tensor test compiles (``groups``) and the static
+checks that count SASS of whole modules (MOVM layouts, emulated rows)."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core import archs, sass
+from ...core.build import Group, Stage
+from ...core.gpu import LaunchRefused
+from ...core.jit import JITError
+from ...core.probe import Probe
+from ...core.verify import ProbeInvalid
+from . import analysis, clock_load_run, fp8_emulation_run, kernels, operands, wgmma_depth_run
+from .probes import WARP, TensorProbe, Unsupported, check_wgmma_log, never_executed
+
+if TYPE_CHECKING:
+    from ...core.gpu import Gpu
+    from ...core.jit import Compiled
+    from ...session import GpuCharSession
+
+SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
+
+
+# --- the modules --------------------------------------------------------------------------------
+
+def _text(arch: str):
+    return lambda part: kernels.module_text(arch, part)
+
+
+def sweep_group(arch: str) -> Group:
+    """The hardware sweep's probes, linked in parts in parallel threads (on an H100 host the
+    whole module took 12.9 s in one link)."""
+    return Group("tensor", arch, kernels.hardware_probes(arch), text=_text(arch),
+                       split=True, stage=Stage.HARDWARE)
+
+
+def wgmma_group(arch: str) -> Group:
+    return Group("wgmma", "sm_90a", kernels.wgmma_hardware(arch), text=_text(arch),
+                       stage=Stage.HARDWARE)
+
+
+def movm_probes(arch: str) -> list[Probe]:
+    """The MOVM layout kernels (untimed) as probes, so that their module is compiled with
+    the topic's other modules."""
+    return [Probe(f"movm/{lay}/{types}", arch, kernels.movm_kernel(lay, types=types),
+                  {0: kernels.movm_entry(lay, types)}, {0: 0})
+            for lay, types in kernels.movm_layouts()]
+
+
+def groups(arch: str) -> list[Group]:
+    """The hardware sweep (parts gpuchar_tensor<i>.ptx) and, on sm_90, the wgmma module
+    (gpuchar_wgmma.ptx); the static suite's modules: ILP 1 of every row, the wgmma rows,
+    the MOVM layouts and the emulated rows."""
+    out = [sweep_group(arch), wgmma_group(arch),
+           Group("tensor_static", arch, kernels.static_probes(arch)[0], text=_text(arch),
+                 stage=Stage.STATIC),
+           Group("wgmma_static", "sm_90a", kernels.wgmma_static(arch), text=_text(arch),
+                 stage=Stage.STATIC)]
+    if archs.number(arch) >= 70:
+        out += [Group("tensor_movm", arch, movm_probes(arch),
+                      text=lambda _: kernels.movm_module(arch), stage=Stage.STATIC),
+                Group("tensor_emulated", arch, [p for _, p in kernels.emulated_probes(arch)],
+                      text=_text(arch), stage=Stage.STATIC)]
+    # issue 16 (sm_90 only): wgmma in depth, clock under load, the FP8 mma.sync emulation
+    out += [*wgmma_depth_run.groups(arch), *clock_load_run.groups(arch),
+            *fp8_emulation_run.groups(arch)]
+    return [g for g in out if g.probes]
+
+
+# --- the sweep ----------------------------------------------------------------------------------
+
+@dataclass
+class Sweep:
+    arch: str
+    points: dict = field(default_factory=dict)     # (kind, row) -> {(warps, ilp): SweepPoint}
+    latency: dict = field(default_factory=dict)    # (kind, row) -> SweepPoint (wgmma latency loop)
+    loops: dict = field(default_factory=dict)      # probe name -> its loops' accounting
+    invalid: dict = field(default_factory=dict)    # probe name -> reason (probe invalid)
+    skipped: dict = field(default_factory=dict)    # (probe name, warps) -> reason
+    sass: dict = field(default_factory=dict)       # (kind, row) -> normalised SASS (ILP 1)
+    jit_log: str = ""
+    wgmma_log: str = ""
+    wgmma_error: str = ""
+    repeats: int = 0
+
+    def to_json(self) -> dict:
+        return {"arch": self.arch,
+                "points": {f"{k}/{r}": {f"w{w}_ilp{i}": asdict(p) for (w, i), p in pts.items()}
+                           for (k, r), pts in self.points.items()},
+                "latency_loops": {f"{k}/{r}": asdict(p) for (k, r), p in self.latency.items()},
+                "loops": self.loops,
+                "invalid": self.invalid,
+                "skipped": {f"{n}@{w}": why for (n, w), why in self.skipped.items()},
+                "wgmma_error": self.wgmma_error}
+
+    def dump(self) -> str:
+        return json.dumps(self.to_json(), indent=1, default=str)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One launch set: a probe's kernel `key` (TensorProbe.entries) with `threads` threads
+    per block, at each of its trip counts."""
+    probe: TensorProbe
+    threads: int
+    key: int
+    trips: tuple[int, ...]
+
+
+def _verify_all(ps: list[TensorProbe], functions: dict, out: Sweep) -> list[TensorProbe]:
+    """The probes whose driver SASS is what they intend (the others: out.invalid), with each
+    probe's loop accounting (out.loops); the ILP 1 probe's SASS of each row is kept for its
+    snapshot."""
+    good = []
+    for p in ps:
+        try:
+            verdict = p.check(functions)
+        except (ProbeInvalid, sass.RegionError) as e:
+            out.invalid[p.name] = str(e)
+            continue
+        good.append(p)
+        out.loops[p.name] = verdict.accounting()
+        if p.ilp == 1:
+            out.sass[p.key] = p.snapshot_text(functions)
+    return good
+
+
+def _jobs(ps: list[TensorProbe], compiled: "Compiled", out: Sweep) -> list[Job]:
+    """Every launch set of the sweep that the kernel's register use allows."""
+    jobs = []
+    for p in ps:
+        for threads, key in p.launches():
+            fn = compiled.function(p.entries[key])
+            limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
+            if threads > limit:
+                out.skipped[(p.name, threads // WARP)] = (
+                    f"{threads} threads exceed the kernel's limit of {limit} (registers)")
+                continue
+            jobs.append(Job(p, threads, key, p.trips(threads, key)))
+    return jobs
+
+
+def launch_all(gpu: "Gpu", jobs: list[Job], compiled: "Compiled", *, repeats: int,
+               skipped: dict) -> dict:
+    """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
+    warp). Every launch of every job first (one stream; per trip count 1 + `repeats`
+    launches, the warm-up dropped), one wait under the watchdog, then one copy back per
+    buffer. A launch the kernel's resources refuse (registers x threads) is reported in
+    `skipped` by (probe name, threads)."""
+    import cupy as cp
+    pending, keep = [], []   # input buffers stay alive until the launches have run
+    for job in jobs:
+        p = job.probe
+        buf, fill = operands.inputs(p, job.threads, key=job.key)
+        d_in, d_fill = cp.asarray(buf), cp.asarray(fill)
+        keep += [d_in, d_fill]
+        fn = compiled.function(p.entries[job.key])
+        outs = {}
+        try:
+            for trips in job.trips:
+                if trips < 1:
+                    raise ValueError(f"{p.name}: trip count {trips} (the loop runs at least once)")
+                out = cp.zeros((repeats + 1, job.threads, p.out_slots[job.key]), dtype=np.int64)
+                gpu.repeat(fn, (1,), (job.threads,),
+                           lambda r, out=out, t=trips: (out[r], d_in, d_fill, np.uint32(t)),
+                           repeats, name=p.name)
+                outs[trips] = out
+        except LaunchRefused as e:
+            skipped[(p.name, job.threads)] = f"launch refused: {e.__cause__}"
+            continue
+        pending += [(p.name, job.threads, job.key, t, out) for t, out in outs.items()]
+    gpu.wait("tensor sweep")
+    res: dict = {}
+    for name, threads, key, trips, out in pending:
+        host = out.get()[1:]
+        res.setdefault((name, threads, key), {})[trips] = [(h[::WARP, 0], h[::WARP, 1])
+                                                           for h in host]
+    return res
+
+
+def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
+    """JIT the sweep's parts (a part the driver rejects fails the sweep), verify: jobs."""
+    dev = session.gpu.dev
+    g = sweep_group(arch)
+    errors = session.builds.jit_groups(dev, [g])
+    if errors:
+        raise next(iter(errors.values()))   # the JIT rejected the tensor module
+    jobs = []
+    for part, text, name in g.parts():
+        compiled, functions = session.builds.jit_module(dev, text, name)
+        out.jit_log += compiled.info_log
+        good = _verify_all(part, functions, out)
+        jobs += [(job, compiled) for job in _jobs(good, compiled, out)]
+    return jobs
+
+
+def _link_wgmma(session: "GpuCharSession", arch: str, out: Sweep) -> list:
+    """JIT the wgmma module; a JIT error or serialisation warning is the wgmma rows' failure
+    (out.wgmma_error), not the sweep's."""
+    g = wgmma_group(arch)
+    if not g.probes:
+        return []
+    dev = session.gpu.dev
+    (part, text, name), = g.parts()
+    err = session.builds.jit_groups(dev, [g]).get(name)
+    if err is not None and not isinstance(err, JITError):
+        raise err
+    if err is not None:
+        out.wgmma_error = str(err)
+        return []
+    compiled, functions = session.builds.jit_module(dev, text, name)
+    out.wgmma_log = compiled.info_log
+    try:
+        check_wgmma_log("wgmma module (driver JIT)", compiled.info_log)
+    except ProbeInvalid as e:
+        out.wgmma_error = str(e)
+        return []
+    good = _verify_all(part, functions, out)
+    return [(job, compiled) for job in _jobs(good, compiled, out)]
+
+
+def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
+    out = Sweep(arch, repeats=repeats)
+    jobs = _link_sweep(session, arch, out) + _link_wgmma(session, arch, out)
+    raw: dict = {}
+    by_module: dict[int, list] = {}
+    for job, comp in jobs:
+        by_module.setdefault(id(comp), [comp, []])[1].append(job)
+    for comp, js in by_module.values():
+        refused: dict = {}
+        raw.update(launch_all(session.gpu, js, comp, repeats=repeats, skipped=refused))
+        out.skipped.update({(n, t // WARP): why for (n, t), why in refused.items()})
+    for job, _ in jobs:
+        p, got = job.probe, raw.get((job.probe.name, job.threads, job.key))
+        if got is None:
+            continue
+        if p.is_latency_loop(job.key):
+            out.latency[p.key] = p.latency_point(got)
+            continue
+        pt = p.point(job.threads, got)
+        out.points.setdefault(p.key, {})[(pt.warps, p.ilp)] = pt
+    return out
+
+
+def sweep(session: "GpuCharSession", arch: str) -> Sweep:
+    """The arch's sweep, measured once per session."""
+    return session.runs.once(("tensor", "sweep", arch), lambda: run_sweep(
+        session, arch, max(session.repeats, SWEEP_MIN_REPEATS)))
+
+
+# --- static checks of whole modules ----------------------------------------------------------
+
+def _no_tensor_cores(arch: str) -> None:
+    if archs.number(arch) < 70:
+        raise Unsupported(f"static: {arch} has no tensor cores")
+
+
+def movm(session: "GpuCharSession", arch: str, layout: str, types: str) -> list[str]:
+    """003 section IV-C on `arch`: the MOVM transposes of every layout (offline ptxas, one
+    module): what does not hold."""
+    _no_tensor_cores(arch)
+    _, functions = session.builds.offline_module(arch, kernels.movm_module(arch))
+    counts = {f"{lay}/{t}": sum(c for op, c in functions[kernels.movm_entry(lay, t)]
+                                .opcodes().items() if op.startswith("MOVM"))
+              for lay, t in kernels.movm_layouts()}
+    return analysis.movm_problems(counts, archs.number(arch), layout, types)
+
+
+def emulated(session: "GpuCharSession", arch: str) -> list[str]:
+    """The rows that are no tensor-core instruction on `arch` (offline ptxas, one module):
+    what they became that they must not."""
+    _no_tensor_cores(arch)
+    em = kernels.emulated_probes(arch)
+    text = kernels.module_text(arch, [p for _, p in em])
+    _, functions = session.builds.offline_module(arch, text)
+    problems = []
+    for how, p in em:
+        region = [i for i in sass.timed_region(functions[p.entries[p.steps]])
+                  if not never_executed(i)]
+        problems += analysis.emulation_problems(how, archs.number(arch), region)
+    return problems if em else [f"{arch}: no emulated row checked"]

@@ -1,0 +1,269 @@
+"""wgmma in depth on the GPU: each row's loop kernels JIT-linked by the driver (Group
+"wgmma_depth", sm_90a), verified (serialisation warnings in the JIT log and every kernel's
+loop), launched on one SM with every number of warpgroups over three trip counts, fitted
+once per session; the row's figures (completion latency, best throughput, achieved/peak, the
+concurrency that reaches the peak, swizzle against no swizzle) as Measured rows."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.build import Built, Group
+from ...core.fit import Fit
+from ...core.gpu import LaunchRefused
+from ...core.verify import ProbeInvalid
+from ...results.judge import Measured, Measurement
+from ...results.plots import pyplot, save
+from . import operands
+from . import wgmma_depth as wd
+from . import wgmma_depth_analysis as wa
+from .wgmma_depth_rows import LATENCY, ROWS, DepthRow, row as depth_row
+
+if TYPE_CHECKING:
+    from ...core.gpu import Gpu
+    from ...session import GpuCharSession
+
+TRIPS = (128, 256, 384)
+REPEATS = 7
+WARPGROUP = 128
+TOL_LATENCY = {"abs": 1.0, "rel": 0.01}
+TOL_RATE = {"rel": 0.01}
+SERIALISED = re.compile(r"C75(10|19)|wgmma[^\n]*serializ|fence[^\n]*insert", re.I)
+METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
+          "wgmma.fence, C wgmma ({instr}, A and B from shared memory, K-major, swizzle "
+          "{swizzle}) on C independent accumulators, commit_group, wait_group w (0: the trip's "
+          "own group; 1: the previous trip's, two groups in flight), wait_group 0 after the "
+          "loop; SM cycles per trip = slope over trips {trips} of the block's span (max end - "
+          "min start of the warps' %clock64: start skew and drain cancel), median of {reps} "
+          "launches after a warm-up; driver-JIT SASS verified ({sass} x C + WARPGROUP.ARRIVE + "
+          "WARPGROUP.DEPBAR per trip + named loop control)")
+
+
+def groups(arch: str) -> list[Group]:
+    if arch != "sm_90":
+        return []
+    return [Group("wgmma_depth", wd.TARGET, [wd.probe(r) for r in ROWS],
+                  text=wd.module_text, split=True)]
+
+
+def static_probe(r: DepthRow, arch: str) -> wd.DepthProbe:
+    """The row's probe for the static check (sm_90: assembled for sm_90a); a skip elsewhere."""
+    try:
+        wd.require_wgmma(arch)
+    except wd.NoWgmma as e:
+        raise wd.NoWgmma(f"static: {e}") from None
+    return wd.probe(r)
+
+
+def snapshot(checked) -> str:
+    """The static snapshot: the compiler, then every config's kernel."""
+    built, _ = checked[0]
+    tool = checked.tool
+    return (f"// {built.probe.name} ({built.probe.arch}, {tool.name} {tool.version}): "
+            f"{len(built.probe.entries)} loop kernels\n"
+            + built.probe.snapshot_text(built.functions))
+
+
+# --- the launches -------------------------------------------------------------------------
+
+def inputs(r: DepthRow, name: str, seed: int = 0x3D9) -> tuple[np.ndarray, np.ndarray]:
+    """(shared-memory words: random non-zero values of the type, per-thread metadata: valid
+    2:4 groups for a sparse row, validated before any launch; zeros otherwise)."""
+    rng = np.random.default_rng(seed)
+    fill = operands.draw_regs(r.reg_kind, wd.layout(r).total // 4, rng).astype(np.uint32)
+    meta = np.zeros(wd.THREADS_MAX, np.uint32)
+    if r.sparse:
+        meta = operands.draw_regs(f"meta.{r.meta}", wd.THREADS_MAX, rng).astype(np.uint32)
+        operands.validate_sparse_metadata(meta, r.meta, name)
+    return fill, meta
+
+
+def launch(gpu: "Gpu", p: wd.DepthProbe, compiled, reps: int,
+           skipped: dict) -> dict[tuple[int, int], dict]:
+    """Every (config, warpgroups) x trip count, 1 + reps launches each (one batch, one wait):
+    {(config key, warpgroups): {trip: [(starts, ends) per repeat]}}. A block size the
+    kernel's registers or the driver refuse goes to `skipped`."""
+    import cupy as cp
+    fill, meta = inputs(p.row, p.name)
+    d_fill, d_in = cp.asarray(fill), cp.asarray(meta)
+    d_res = cp.zeros(wd.THREADS_MAX, dtype=np.uint32)
+    pending = []
+    for key, entry in sorted(p.entries.items()):
+        fn = compiled.function(entry)
+        limit = int(getattr(fn, "max_threads_per_block", wd.THREADS_MAX) or wd.THREADS_MAX)
+        for wg in p.row.warpgroups:
+            label = f"{p.config(key).tag}@wg{wg}"
+            if wg * WARPGROUP > limit:
+                skipped[label] = f"{wg * WARPGROUP} threads exceed the kernel's limit {limit}"
+                continue
+            try:
+                for t in TRIPS:
+                    out = cp.zeros((reps + 1, wg * 4, wd.REC_WORDS), dtype=np.uint64)
+                    gpu.repeat(fn, (1,), (wg * WARPGROUP,),
+                               lambda r, o=out, t=t: (o[r], d_res, d_fill, d_in, np.uint32(t)),
+                               reps, name=p.name)
+                    pending.append((key, wg, t, out))
+            except LaunchRefused as e:
+                skipped[label] = f"launch refused: {e.__cause__}"
+    gpu.wait(p.name)
+    res: dict = {}
+    for key, wg, t, out in pending:
+        if f"{p.config(key).tag}@wg{wg}" in skipped:
+            continue
+        host = out.get()[1:].astype(np.int64)
+        res.setdefault((key, wg), {})[t] = [(h[:, 0], h[:, 1]) for h in host]
+    return res
+
+
+@dataclass
+class RowRun:
+    probe: wd.DepthProbe
+    built: Built
+    points: list
+    trips: dict                      # config tag -> the verified loop's accounting
+    skipped: dict = field(default_factory=dict)
+
+    def point(self, config, warpgroups: int) -> wa.Point | None:
+        return next((p for p in self.points if p.config == config
+                     and p.warpgroups == warpgroups), None)
+
+
+def check_log(name: str, log: str) -> None:
+    """ptxas / driver-JIT warnings that wgmma was serialised or fences inserted fail."""
+    m = SERIALISED.search(log or "")
+    if m:
+        line = next((ln for ln in log.splitlines() if m.group(0) in ln), m.group(0))
+        raise ProbeInvalid(f"probe invalid: {name}: the compiler serialised wgmma or inserted "
+                           f"fences: {line.strip()}")
+
+
+def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
+    wd.require_wgmma(arch)
+    p = wd.probe(r)
+
+    def make() -> RowRun:
+        gpu = session.gpu
+        gpu.ensure_alive(p.name)
+        session.runs.once(("tensor", "wgmma_depth", "jit", gpu.dev.driver),
+                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
+        built = session.builds.jit(p, gpu.dev)
+        check_log(p.name, built.compiled.info_log)
+        verdict = session.verify(p, built.functions)
+        skipped: dict = {}
+        raw = launch(gpu, p, built.compiled, REPEATS, skipped)
+        points = [wa.point(r, p.config(k), wg, recs) for (k, wg), recs in sorted(raw.items())]
+        return RowRun(p, built, points, verdict.trips, skipped)
+    return session.runs.once(("tensor", "wgmma_depth", r.name, arch, p.digest), make)
+
+
+# --- the figures --------------------------------------------------------------------------
+
+def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
+            data: dict) -> Measurement:
+    return Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, bool(why), why), unit,
+                              method=method, data=data)
+
+
+def _method(r: DepthRow) -> str:
+    return METHOD.format(instr=r.instruction(), swizzle=r.swizzle, trips=list(TRIPS),
+                         reps=REPEATS, sass=r.sass)
+
+
+def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
+    pt = run.point(LATENCY, 1)
+    if pt is None:
+        return []
+    return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, 0.0, pt.why, "cycles",
+                    "cycles per trip of the loop whose trip is one wgmma from fence to "
+                    "wait_group 0 complete (1 warpgroup, one accumulator; the trip's loop "
+                    f"control {run.trips[LATENCY.tag]['loop_control']} included); " + method,
+                    {"tolerance": dict(TOL_LATENCY), "spans": pt.spans})]
+
+
+def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
+    top = wa.best(run.points)
+    data = {"grid": wa.grid(run.points), "skipped": run.skipped, "peak": r.peak,
+            "peak_source": r.peak_source}
+    if top is None:
+        return [_figure(f"{r.key}.throughput", float("nan"), 0.0, "no stable point",
+                        "flop/clk/SM", method, data)]
+    over = wa.higher_unstable(run.points, top)
+    why = (f"a higher point was unstable: {over.throughput:.0f} at {over.label} ({over.why})"
+           if over else "")
+    where = f"best stable point {top.label} ({wa.in_flight(top)} wgmma in flight per SM)"
+    out = [_figure(f"{r.key}.throughput", top.throughput, top.spread, why, "flop/clk/SM",
+                   f"{where}: 2*64*N*K per wgmma x C x W / SM cycles per trip; " + method,
+                   {**data, "tolerance": dict(TOL_RATE), "best": top.label}),
+           _figure(f"{r.key}.achieved_peak", top.throughput / r.peak, top.spread / r.peak, why,
+                   "ratio", f"throughput / documented peak {r.peak} FLOP/clk/SM "
+                   f"({r.peak_source}); {where}", {"tolerance": {"abs": 0.01}})]
+    if r.group == "small_n":
+        out += _concurrency(r, run.points)
+    return out
+
+
+def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
+    """The small-N rows: one chain on one warpgroup (today's figure) and the fewest wgmma in
+    flight per SM that reach 95% of the peak (absent when no configuration reaches it)."""
+    out = []
+    base = next((p for p in points if p.config == LATENCY and p.warpgroups == 1), None)
+    if base is not None:
+        out.append(_figure(f"{r.key}.latency_bound_peak_fraction", base.throughput / r.peak,
+                           base.spread / r.peak, base.why, "ratio",
+                           "1 warpgroup, one wgmma per trip waited for (c1w0): throughput / "
+                           "documented peak", {"tolerance": {"abs": 0.01}}))
+    hit = wa.concurrency_to(points, 0.95, r.peak)
+    if hit is not None:
+        out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)), 0.0, "",
+                           "count", f"fewest wgmma in flight per SM (warpgroups x chains x "
+                           f"groups in flight) whose stable throughput reaches 95% of the peak: "
+                           f"{hit.label}", {"tolerance": {"abs": 0}, "point": hit.label}))
+    return out
+
+
+def _swizzle(session: "GpuCharSession", r: DepthRow, arch: str, run: RowRun) -> list:
+    if r.group != "swizzle" or r.swizzle == "none":
+        return []
+    base = row_run(session, depth_row(r.name.rsplit("_", 1)[0] + "_none"), arch)
+    top, ref = wa.best(run.points), wa.best(base.points)
+    if top is None or ref is None:
+        return []
+    return [_figure(f"{r.key}.throughput_vs_none", top.throughput / ref.throughput, 0.0, "",
+                    "ratio", f"best stable throughput with {r.swizzle} swizzle over the same "
+                    f"wgmma without swizzle ({top.throughput:.0f} / {ref.throughput:.0f})",
+                    {"tolerance": {"abs": 0.01}})]
+
+
+def row_figures(session: "GpuCharSession", r: DepthRow, arch: str, artifact=None) -> Measured:
+    run = row_run(session, r, arch)
+    method = _method(r)
+    figures = _latency(r, run, method) + _peak(r, run, method) + _swizzle(session, r, arch, run)
+    if r.group == "small_n":
+        _plot(artifact, r, run, arch)
+    return Measured(*figures, sass=run.probe.snapshot_text(run.built.functions))
+
+
+def _plot(artifact, r: DepthRow, run: RowRun, arch: str) -> None:
+    path = artifact(f"tensor-wgmma-depth-{r.name}-{arch}.png",
+                    f"wgmma {r.name} on {arch}: achieved/peak over warpgroups per config") \
+        if artifact else None
+    if path is None:
+        return
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for c in r.configs:
+        pts = sorted((p for p in run.points if p.config == c), key=lambda p: p.warpgroups)
+        if pts:
+            ax.plot([p.warpgroups for p in pts], [p.throughput / r.peak for p in pts],
+                    marker="x" if any(p.unstable for p in pts) else "o",
+                    label=f"{c.chains} in flight, wait_group {c.wait}")
+    ax.set_xlabel("warpgroups per SM")
+    ax.set_ylabel("achieved / peak")
+    ax.set_ylim(0, 1.1)
+    ax.set_title(f"wgmma {r.name} ({arch})")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    save(fig, path)
