@@ -8,8 +8,8 @@ computed in float64 (every product of two inputs of these types is exact in floa
 ``fractions.Fraction`` where a rounding decision is being classified.
 
 The element-wise profiling of seed 004 section 8.1 (Figs 16-18, Tables 12-15) and the chain
-matrix multiplication of Figs 19-20 are set up here as pure host-side functions; numerics.py
-runs them on the tensor cores.
+matrix multiplication of Figs 19-20 are set up here as pure host-side functions; analysis.py
+runs them on a tensor core (the GPU through run.py, or model_mma here).
 """
 from __future__ import annotations
 
@@ -126,7 +126,8 @@ def decode(bits, name: str) -> np.ndarray:
     """float64 values of bit patterns of type `name`."""
     t = numtype(name)
     with np.errstate(invalid="ignore"):
-        return np.ascontiguousarray(np.asarray(bits, dtype=t.uint)).view(t.storage).astype(np.float64)
+        return np.ascontiguousarray(np.asarray(bits, dtype=t.uint)).view(t.storage) \
+            .astype(np.float64)
 
 
 def ulp(x: float, name: str) -> float:
@@ -403,7 +404,7 @@ def model_mma(A, B, C, out: str = "f32", *, extra_bits: int = 3, block: int = 8,
     exact products and the running accumulator (C first) are aligned to the largest exponent,
     each truncated to 24 + `extra_bits` bits below it, summed exactly, and the sum rounded to
     `out` ('f32' or 'f16') with `rounding` ('rn' or 'rz'). Used to check that the questions in
-    numerics.py recover a known model's parameters (no GPU needed); not a claim about any GPU.
+    fasi.py recover a known model's parameters (no GPU needed); not a claim about any GPU.
     Inputs are float64 arrays of values whose products are exact in float64."""
     A = np.asarray(A, dtype=np.float64)
     B = np.asarray(B, dtype=np.float64)
@@ -411,7 +412,8 @@ def model_mma(A, B, C, out: str = "f32", *, extra_bits: int = 3, block: int = 8,
     k = A.shape[-1]
     with np.errstate(all="ignore"):
         for k0 in range(0, k, block):
-            terms = [acc] + [A[..., :, j:j + 1] * B[..., j:j + 1, :] for j in range(k0, min(k, k0 + block))]
+            terms = [acc] + [A[..., :, j:j + 1] * B[..., j:j + 1, :]
+                             for j in range(k0, min(k, k0 + block))]
             terms = np.broadcast_arrays(*terms)
             stack = np.stack(terms)
             finite = np.isfinite(stack).all(axis=0)

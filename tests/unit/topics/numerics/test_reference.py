@@ -1,4 +1,5 @@
-"""refnum: bit-exact low-precision emulation and exact references (CPU only)."""
+"""The exact CPU references (topics/numerics/reference.py): bit-exact low-precision
+emulation and exact references (CPU only)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_gpuchar import refnum
+from pytest_gpuchar.topics.numerics import reference
 
 SETTINGS = settings(derandomize=True, max_examples=300, deadline=None, database=None)
 f32s = st.floats(width=32, allow_nan=False, allow_infinity=False)
@@ -54,24 +55,24 @@ class TestTF32:
         (-0.0, -0.0),
     ])
     def test_cases(self, x, want):
-        got = float(refnum.round_tf32(np.float32(x)))
+        got = float(reference.round_tf32(np.float32(x)))
         assert got == want and math.copysign(1, got) == math.copysign(1, want)
 
     def test_low_bits_clear_and_specials(self):
         big = np.float32(np.finfo(np.float32).max)
-        out = refnum.round_tf32(np.array([big, np.inf, -np.inf, np.nan], dtype=np.float32))
+        out = reference.round_tf32(np.array([big, np.inf, -np.inf, np.nan], dtype=np.float32))
         assert np.isinf(out[0]) and out[0] > 0            # rounds past the largest finite
         assert out[1] == np.inf and out[2] == -np.inf
         assert np.isnan(out[3])
         nan_payload = np.array([0x7F800001], dtype=np.uint32).view(np.float32)
-        assert np.isnan(refnum.round_tf32(nan_payload))[0]   # a NaN never becomes inf
+        assert np.isnan(reference.round_tf32(nan_payload))[0]   # a NaN never becomes inf
 
     @SETTINGS
     @given(f32s)
     def test_matches_reference(self, x):
         if abs(x) > 3.4e38:
             return
-        got = refnum.round_tf32(np.float32(x))
+        got = reference.round_tf32(np.float32(x))
         assert int(np.asarray(got).view(np.uint32)) & 0x1FFF == 0
         assert float(got) == _rna_tf32(float(np.float32(x)))
 
@@ -82,10 +83,10 @@ class TestRNE:
     @SETTINGS
     @given(x=f32s)
     def test_matches_reference(self, name, mant, emin, x):
-        t = refnum.numtype(name)
+        t = reference.numtype(name)
         if abs(x) >= t.max_finite:
             return
-        got = float(refnum.to_type(np.float32(x), name).astype(np.float64))
+        got = float(reference.to_type(np.float32(x), name).astype(np.float64))
         want = _rne(float(np.float32(x)), mant, emin)
         if abs(want) > t.max_finite:      # rounds past the largest finite
             assert math.isinf(got) or math.isnan(got)
@@ -93,82 +94,82 @@ class TestRNE:
             assert got == want
 
     def test_bits_round_trip_exhaustive(self, name, mant, emin):
-        t = refnum.numtype(name)
+        t = reference.numtype(name)
         bits = np.arange(2 ** t.bits, dtype=t.uint)
-        vals = refnum.decode(bits, name)
+        vals = reference.decode(bits, name)
         with np.errstate(invalid="ignore"):
-            back = refnum.encode(vals.astype(np.float32).astype(t.storage), name)
+            back = reference.encode(vals.astype(np.float32).astype(t.storage), name)
         finite = ~np.isnan(vals)
         assert np.array_equal(back[finite], bits[finite])
 
     def test_edges(self, name, mant, emin):
-        t = refnum.numtype(name)
+        t = reference.numtype(name)
         assert t.min_normal == 2.0 ** emin
         assert t.min_subnormal == 2.0 ** (emin - mant)
         edge = np.array([t.min_subnormal, -t.min_subnormal, t.min_normal, t.max_finite, -0.0])
-        assert refnum.is_representable(edge, name).all()
-        assert not refnum.is_representable(np.array([t.min_subnormal / 2 * 3]), name).all() \
+        assert reference.is_representable(edge, name).all()
+        assert not reference.is_representable(np.array([t.min_subnormal / 2 * 3]), name).all() \
             or mant == 0
-        z = refnum.to_type(np.float32(-0.0), name)
+        z = reference.to_type(np.float32(-0.0), name)
         assert math.copysign(1, float(z)) == -1
-        sat = refnum.to_type(np.finfo(np.float32).max, name, satfinite=True)
+        sat = reference.to_type(np.finfo(np.float32).max, name, satfinite=True)
         assert float(sat) == t.max_finite
 
 
 def test_tf32_type_edges():
-    t = refnum.numtype("tf32")
-    assert t.max_finite == float(refnum.round_tf32(np.float32(t.max_finite)))
+    t = reference.numtype("tf32")
+    assert t.max_finite == float(reference.round_tf32(np.float32(t.max_finite)))
     assert t.min_subnormal == 2.0 ** -136
     with pytest.raises(ValueError, match="unknown numeric type"):
-        refnum.numtype("fp4")
+        reference.numtype("fp4")
 
 
 class TestRounding:
     def test_f32_modes(self):
         one = Fraction(1)
         u = Fraction(2) ** -23
-        assert refnum.round_f32(one + u / 2, "rn") == 1.0          # tie to even
-        assert refnum.round_f32(one + 3 * u / 2, "rn") == 1 + 2 * 2 ** -23
-        assert refnum.round_f32(one + 3 * u / 4, "rz") == 1.0
-        assert refnum.round_f32(-(one + 3 * u / 4), "rz") == -1.0
-        assert refnum.round_f32(-(one + 3 * u / 4), "rd") == -(1 + 2 ** -23)
-        assert refnum.round_f32(one + u / 4, "ru") == 1 + 2 ** -23
+        assert reference.round_f32(one + u / 2, "rn") == 1.0          # tie to even
+        assert reference.round_f32(one + 3 * u / 2, "rn") == 1 + 2 * 2 ** -23
+        assert reference.round_f32(one + 3 * u / 4, "rz") == 1.0
+        assert reference.round_f32(-(one + 3 * u / 4), "rz") == -1.0
+        assert reference.round_f32(-(one + 3 * u / 4), "rd") == -(1 + 2 ** -23)
+        assert reference.round_f32(one + u / 4, "ru") == 1 + 2 ** -23
         with pytest.raises(ValueError, match="rounding mode"):
-            refnum.round_f32(one, "rna")
+            reference.round_f32(one, "rna")
 
     def test_f16_overflow(self):
-        assert refnum.round_exact(Fraction(65520), "f16", "rn") == math.inf
-        assert refnum.round_exact(Fraction(65519), "f16", "rn") == 65504.0
-        assert refnum.round_exact(Fraction(70000), "f16", "rz") == 65504.0
-        assert refnum.round_exact(Fraction(-70000), "f16", "rn") == -math.inf
+        assert reference.round_exact(Fraction(65520), "f16", "rn") == math.inf
+        assert reference.round_exact(Fraction(65519), "f16", "rn") == 65504.0
+        assert reference.round_exact(Fraction(70000), "f16", "rz") == 65504.0
+        assert reference.round_exact(Fraction(-70000), "f16", "rn") == -math.inf
 
     def test_classify(self):
         q = Fraction(1) + Fraction(3, 4) * Fraction(2) ** -23
-        assert refnum.classify_rounding([(q, 1.0)]) == ["rz", "rd"]
-        assert refnum.classify_rounding([(q, 1 + 2 ** -23), (-q, -(1 + 2 ** -23))]) == ["rn"]
+        assert reference.classify_rounding([(q, 1.0)]) == ["rz", "rd"]
+        assert reference.classify_rounding([(q, 1 + 2 ** -23), (-q, -(1 + 2 ** -23))]) == ["rn"]
 
     @SETTINGS
     @given(st.lists(st.tuples(f32s, f32s), min_size=1, max_size=8))
     def test_dot_f64_is_correctly_rounded(self, pairs):
-        a = np.array([[refnum.to_type(np.float32(x), "bf16").astype(float) for x, _ in pairs]])
-        b = np.array([[refnum.to_type(np.float32(y), "bf16").astype(float) for _, y in pairs]])
+        a = np.array([[reference.to_type(np.float32(x), "bf16").astype(float) for x, _ in pairs]])
+        b = np.array([[reference.to_type(np.float32(y), "bf16").astype(float) for _, y in pairs]])
         if not (np.isfinite(a).all() and np.isfinite(b).all()) or np.abs(a * b).max() > 1e300:
             return
-        exact = refnum.exact_dot(a[0], b[0])
-        assert refnum.dot_f64(a, b)[0] == float(exact)
+        exact = reference.exact_dot(a[0], b[0])
+        assert reference.dot_f64(a, b)[0] == float(exact)
 
     def test_cancellation(self):
         a = np.array([[1.0, 2.0 ** -30, -1.0]])
         b = np.array([[1.0, 1.0, 1.0]])
-        assert refnum.dot_f64(a, b)[0] == 2.0 ** -30
-        assert refnum.exact_dot([2.0 ** 60, 1.0, -(2.0 ** 60)], [1, 1, 1]) == 1
+        assert reference.dot_f64(a, b)[0] == 2.0 ** -30
+        assert reference.exact_dot([2.0 ** 60, 1.0, -(2.0 ** 60)], [1, 1, 1]) == 1
 
 
 class TestElementwise:
     def test_same_draws_across_ops_and_types(self):
-        m = refnum.element_case("mul", "fp32", "bf16", "f32", 64)
-        i = refnum.element_case("inner", "fp32", "f16", "f32", 64)
-        a = refnum.element_case("acc", "fp32", "tf32", "f32", 64)
+        m = reference.element_case("mul", "fp32", "bf16", "f32", 64)
+        i = reference.element_case("inner", "fp32", "f16", "f32", 64)
+        a = reference.element_case("acc", "fp32", "tf32", "f32", 64)
         assert np.array_equal(m.cpu["a0"], i.cpu["a0"])
         assert np.array_equal(i.cpu["a1"], a.cpu["c"])       # a1 of inner == c of acc (paper)
         assert (i.cpu["b1"] == 1).all() and (m.cpu["a1"] == 0).all()
@@ -176,58 +177,58 @@ class TestElementwise:
     @pytest.mark.parametrize("t,c", [("bf16", "f32"), ("f16", "f16"), ("tf32", "f32"),
                                      ("e4m3", "f32")])
     def test_low_init_is_representable_and_shared(self, t, c):
-        e = refnum.element_case("acc", "low", t, c, 256)
-        assert refnum.is_representable(e.dev["a0"], t).all()
-        assert refnum.is_representable(e.dev["c"], c if c != "f32" else t).all()
+        e = reference.element_case("acc", "low", t, c, 256)
+        assert reference.is_representable(e.dev["a0"], t).all()
+        assert reference.is_representable(e.dev["c"], c if c != "f32" else t).all()
         assert np.array_equal(e.cpu["a0"].astype(float), e.dev["a0"])
 
     def test_exact_products_have_zero_error(self):
-        e = refnum.element_case("mul", "low", "bf16", "f32", 512)
-        base = refnum.cpu_fp32_baseline(e)
-        exact = refnum.exact_reference(e)
-        assert refnum.error_stat(base, exact).mean_abs == 0.0
+        e = reference.element_case("mul", "low", "bf16", "f32", 512)
+        base = reference.cpu_fp32_baseline(e)
+        exact = reference.exact_reference(e)
+        assert reference.error_stat(base, exact).mean_abs == 0.0
 
     def test_bad_args(self):
         with pytest.raises(ValueError, match="element-wise op"):
-            refnum.element_case("div", "low", "bf16", "f32", 4)
+            reference.element_case("div", "low", "bf16", "f32", 4)
         with pytest.raises(ValueError, match="init"):
-            refnum.element_case("mul", "fp64", "bf16", "f32", 4)
+            reference.element_case("mul", "fp64", "bf16", "f32", 4)
 
     def test_nonfinite_is_counted_not_averaged(self):
-        s = refnum.error_stat([1.0, np.inf, np.nan], [1.0, 2.0, 3.0])
+        s = reference.error_stat([1.0, np.inf, np.nan], [1.0, 2.0, 3.0])
         assert s.nonfinite == 2 and s.mean_abs is None and not s.finite
-        ok = refnum.error_stat([1.0, 2.5], [1.0, 2.0])
+        ok = reference.error_stat([1.0, 2.5], [1.0, 2.0])
         assert ok.finite and ok.mean_abs == 0.25 and ok.exact_fraction == 0.5
 
 
 class TestChain:
     def test_low_init_shares_values(self):
-        a_cpu, bs_cpu, a_dev, bs_dev = refnum.chain_inputs("f16", "low", 3, 5, 16, 8)
+        a_cpu, bs_cpu, a_dev, bs_dev = reference.chain_inputs("f16", "low", 3, 5, 16, 8)
         assert np.array_equal(a_cpu, a_dev) and all(np.array_equal(x, y)
                                                     for x, y in zip(bs_cpu, bs_dev))
-        a32, _, a16, _ = refnum.chain_inputs("f16", "fp32", 3, 5, 16, 8)
+        a32, _, a16, _ = reference.chain_inputs("f16", "fp32", 3, 5, 16, 8)
         assert not np.array_equal(a32, a16)
-        assert refnum.is_representable(a16, "f16").all()
+        assert reference.is_representable(a16, "f16").all()
 
     def test_errors(self):
         ref = np.ones((2, 4, 4))
         got = ref.copy()
         got[1, 0, 0] = 3.0
-        e = refnum.l2_relative_errors(ref, got)
-        assert e[0] == 0 and e[1] == pytest.approx(refnum.l2_relative_error(ref[1], got[1]))
+        e = reference.l2_relative_errors(ref, got)
+        assert e[0] == 0 and e[1] == pytest.approx(reference.l2_relative_error(ref[1], got[1]))
         got[0, 0, 0] = np.inf
-        assert not np.isfinite(refnum.l2_relative_errors(ref, got)[0])
-        curve = refnum.ChainCurve("f16", "low", 10, [0.1, 0.2, np.nan], [0, 0.4, 0.6])
+        assert not np.isfinite(reference.l2_relative_errors(ref, got)[0])
+        curve = reference.ChainCurve("f16", "low", 10, [0.1, 0.2, np.nan], [0, 0.4, 0.6])
         assert curve.overflow_link() == 3 and curve.overflow_link(0.3) == 2
 
 
 class TestModel:
     def test_wide_adder_rn_is_correctly_rounded(self):
         rng = np.random.default_rng(1)
-        A = refnum.to_type(rng.standard_normal((4, 16, 16)).astype(np.float32), "bf16")
-        B = refnum.to_type(rng.standard_normal((4, 16, 8)).astype(np.float32), "bf16")
+        A = reference.to_type(rng.standard_normal((4, 16, 16)).astype(np.float32), "bf16")
+        B = reference.to_type(rng.standard_normal((4, 16, 8)).astype(np.float32), "bf16")
         A, B = A.astype(float), B.astype(float)
-        D = refnum.model_mma(A, B, np.zeros((4, 16, 8)), extra_bits=40, block=16,
+        D = reference.model_mma(A, B, np.zeros((4, 16, 8)), extra_bits=40, block=16,
                              rounding="rn")
         want = (A @ B).astype(np.float32).astype(float)
         assert np.array_equal(D, want)
@@ -236,10 +237,10 @@ class TestModel:
         A = np.array([[[1.0, 2.0 ** -26, -1.0]]])
         B = np.ones((1, 3, 1))
         C = np.zeros((1, 1, 1))
-        assert refnum.model_mma(A, B, C, extra_bits=3)[0, 0, 0] == 2.0 ** -26
-        assert refnum.model_mma(A, B, C, extra_bits=2)[0, 0, 0] == 0.0
+        assert reference.model_mma(A, B, C, extra_bits=3)[0, 0, 0] == 2.0 ** -26
+        assert reference.model_mma(A, B, C, extra_bits=2)[0, 0, 0] == 0.0
         with pytest.raises(ValueError, match="model rounding"):
-            refnum.model_mma(A, B, C, rounding="rd")
+            reference.model_mma(A, B, C, rounding="rd")
 
 
 f64s = st.floats(allow_nan=False, allow_infinity=False, width=64)
@@ -255,16 +256,16 @@ def test_round_exact_rn_matches_ieee_casts(x):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         want32, want16 = float(np.float32(x)), float(np.float16(x))
-    assert refnum.round_exact(q, "f32", "rn") == want32
-    assert refnum.round_exact(q, "f16", "rn") == want16
+    assert reference.round_exact(q, "f32", "rn") == want32
+    assert reference.round_exact(q, "f16", "rn") == want16
 
 
 @SETTINGS
 @given(f64s, st.sampled_from(["f32", "f16"]))
 def test_round_exact_directed_modes_bracket(x, out):
     q = Fraction(x)
-    lo, hi = refnum.round_exact(q, out, "rd"), refnum.round_exact(q, out, "ru")
+    lo, hi = reference.round_exact(q, out, "rd"), reference.round_exact(q, out, "ru")
     assert lo <= x <= hi
-    z = refnum.round_exact(q, out, "rz")
+    z = reference.round_exact(q, out, "rz")
     assert abs(z) <= abs(x) and z in (lo, hi)
     assert math.copysign(1, z) == math.copysign(1, x) or z == 0

@@ -1,0 +1,232 @@
+"""FP8 tensor-core numerics on Hopper's native path: wgmma.mma_async m64n8k32 with e4m3/e5m2
+inputs and an f32 accumulator (sm_90a), one warpgroup per 64x8 tile, as an analysis.TensorCore.
+
+A and B are packed on the host into the shared-memory layout the descriptors describe
+(K-major, no swizzle: 8-row x 16-byte core matrices stored whole, the next one along K at
+LBO = 128 B, the next 8 rows at SBO; PTX ISA "Shared Memory Matrix Layout", canonical layout
+((8,m),(T,2k)):((1T,SBO),(1,LBO))); the kernel copies a tile's bytes into shared memory, loads
+C into the accumulator fragment (PTX ISA "Matrix Fragments for wgmma.mma_async.m64nNk32",
+accumulator D: warp w holds rows 16w..16w+15, register j of lane l row 16w + l/4 + 8((j/2)%2),
+column 2(l%4) + j%2 + 8(j/4)), runs STEPS wgmma in one group (K = 32 x STEPS) and stores D.
+The layout is checked on the hardware against A@B+C before any figure is taken.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core import archs, ptx
+from ...core.probe import NotApplicable
+from . import reference
+from .kernels import MmaProbe, TensorPath
+from .rows import MmaRow
+
+TARGET = "sm_90a"
+THREADS = 128
+CHUNK = 16               # bytes of K per core-matrix row
+TYPES = ("e4m3", "e5m2")
+STEPS = (1, 8)           # wgmma per group: the tile kernel and the in-group chain (K = 256)
+
+
+@dataclass(frozen=True)
+class WgmmaRow(MmaRow):
+    """One wgmma.mma_async m64n8k32 kernel (FP8 in, f32 accumulator), `steps` of them in one
+    wgmma group over consecutive K slices (k = 32 x steps)."""
+    steps: int = 1
+
+    @property
+    def entry(self) -> str:
+        return f"fp8wg_{self.in_type}_s{self.steps}"
+
+    @property
+    def instruction(self) -> str:
+        t = self.in_type
+        return f"wgmma.mma_async.sync.aligned.m64n8k32.f32.{t}.{t}"
+
+    def unsupported(self, arch: str) -> str | None:
+        if archs.number(arch) != 90:
+            return f"{arch}: FP8 wgmma needs sm_90a"
+        return None
+
+
+def wgmma_row(in_type: str, steps: int = 1) -> WgmmaRow:
+    if in_type not in TYPES:
+        raise ValueError(f"FP8 wgmma type {in_type!r}: one of {TYPES}")
+    return WgmmaRow(f"{in_type}.m64n8k{32 * steps}.f32.wgmma", in_type, "f32", 64, 8,
+                    32 * steps, 90, "8.0", steps)
+
+
+def require(arch: str, prefix: str = "") -> None:
+    if archs.number(arch) != 90:
+        raise NotApplicable(f"{prefix}{arch}: FP8 wgmma needs sm_90a")
+
+
+# --- layouts --------------------------------------------------------------------------------
+
+def a_bytes(s: WgmmaRow) -> int:
+    return 64 * s.k
+
+
+def b_bytes(s: WgmmaRow) -> int:
+    return s.n * s.k
+
+
+def sbo(s: WgmmaRow) -> int:
+    """Bytes from one 8-row group to the next (all of a row's K chunks between)."""
+    return (s.k // CHUNK) * 128
+
+
+def smem_offsets(rows: int, s: WgmmaRow) -> np.ndarray:
+    """(rows, K) byte offset of element (r, k) in the K-major no-swizzle layout."""
+    r = np.arange(rows)[:, None]
+    k = np.arange(s.k)[None, :]
+    return (r // 8) * sbo(s) + (k // CHUNK) * 128 + (r % 8) * 16 + k % CHUNK
+
+
+def pack_ab(s: WgmmaRow, a_bits: np.ndarray, b_bits: np.ndarray) -> np.ndarray:
+    """A (T, 64, K) and B (T, K, N) byte patterns -> (T, A bytes + B bytes) uint8 tiles in
+    the shared-memory layout (B stored N rows of K: "column-major", K-major)."""
+    T = a_bits.shape[0]
+    out = np.zeros((T, a_bytes(s) + b_bytes(s)), np.uint8)
+    out[:, smem_offsets(64, s)] = a_bits
+    out[:, a_bytes(s) + smem_offsets(s.n, s)] = np.swapaxes(b_bits, 1, 2)
+    return out
+
+
+def fragment_coords(n: int = 8) -> np.ndarray:
+    """(128, N/2, 2) (row, column) of accumulator register j of thread t."""
+    t = np.arange(THREADS)[:, None]
+    j = np.arange(n // 2)[None, :]
+    w, lane = t // 32, t % 32
+    row = 16 * w + lane // 4 + 8 * ((j // 2) % 2)
+    col = 2 * (lane % 4) + j % 2 + 8 * (j // 4)
+    return np.stack(np.broadcast_arrays(row, col), axis=-1)
+
+
+def pack_c(c_bits: np.ndarray) -> np.ndarray:
+    """C (T, 64, 8) f32 bit patterns -> (T, 128, 4) accumulator fragments."""
+    xy = fragment_coords(c_bits.shape[2])
+    return c_bits[:, xy[..., 0], xy[..., 1]].astype(np.uint32)
+
+
+def unpack_d(frags: np.ndarray, n: int = 8) -> np.ndarray:
+    """(T, 128, N/2) accumulator fragments -> (T, 64, N) f32 bit patterns."""
+    xy = fragment_coords(n)
+    out = np.zeros((frags.shape[0], 64, n), np.uint32)
+    out[:, xy[..., 0], xy[..., 1]] = frags
+    return out
+
+
+# --- the kernel -----------------------------------------------------------------------------
+
+def kernel(s: WgmmaRow) -> str:
+    """One warpgroup per tile (tiles past the count exit before any wgmma, block-uniform):
+    copy the tile to shared memory, load C, `steps` wgmma in one group, store D. Untimed."""
+    tile = a_bytes(s) + b_bytes(s)
+    words = tile // 4
+    const = ((sbo(s) >> 4) << 32) | ((128 >> 4) << 16)
+    copies = []
+    for i in range(-(-words // THREADS)):
+        copies += [f"add.u32 %i, %tx, {i * THREADS};", f"setp.lt.u32 %p, %i, {words};",
+                   "mul.wide.u32 %off, %i, 4;", "add.u64 %ga, %rab, %off;",
+                   "@%p ld.global.b32 %w, [%ga];", "shl.b32 %sa, %i, 2;",
+                   "add.u32 %sa, %sa, %sbase;", "@%p st.shared.b32 [%sa], %w;"]
+    desc = []
+    for reg, off in (("%descA", 0), ("%descB", a_bytes(s))):
+        desc += [f"add.u32 %sa, %sbase, {off};", f"cvt.u64.u32 {reg}, %sa;",
+                 f"shr.u64 {reg}, {reg}, 4;", f"and.b64 {reg}, {reg}, 16383;",
+                 f"or.b64 {reg}, {reg}, {const};"]
+    acc = "{%d0, %d1, %d2, %d3}"
+    mma = [f"add.s64 %dA, %descA, {16 * k};\nadd.s64 %dB, %descB, {16 * k};\n"
+           f"{s.instruction} {acc}, %dA, %dB, %scd, 1, 1;" for k in range(s.steps)]
+    return ptx.Kernel(
+        entry=s.entry, clock=None, directives=[f".maxntid {THREADS}, 1, 1"],
+        params=[".param .u64 pab", ".param .u64 pc", ".param .u64 pd", ".param .u32 pn"],
+        decls=[".reg .b64 %rab, %rc, %rd, %off, %ga, %descA, %descB, %dA, %dB;",
+               ".reg .b32 %tx, %tile, %n, %i, %w, %sa, %sbase, %d<4>;",
+               ".reg .pred %p, %scd;", f".shared .align 1024 .b8 fp8wg_smem[{tile}];"],
+        setup=["ld.param.u64 %rab, [pab];", "ld.param.u64 %rc, [pc];",
+               "ld.param.u64 %rd, [pd];", "ld.param.u32 %n, [pn];", "mov.u32 %tx, %tid.x;",
+               "mov.u32 %tile, %ctaid.x;", "setp.ge.u32 %p, %tile, %n;", "@%p bra $FP8_DONE;",
+               "mov.u32 %sbase, fp8wg_smem;", f"mul.wide.u32 %off, %tile, {tile};",
+               "add.u64 %rab, %rab, %off;"],
+        body=[*copies, "fence.proxy.async.shared::cta;", "bar.sync 0;", *desc,
+              "mad.lo.u32 %i, %tile, 128, %tx;", "mul.wide.u32 %off, %i, 16;",
+              "add.u64 %rc, %rc, %off;", "add.u64 %rd, %rd, %off;",
+              f"ld.global.v4.b32 {acc}, [%rc];", "setp.eq.u32 %scd, 1, 1;",
+              "wgmma.fence.sync.aligned;", *mma, "wgmma.commit_group.sync.aligned;",
+              "wgmma.wait_group.sync.aligned 0;"],
+        after=[f"st.global.v4.b32 [%rd], {acc};", "$FP8_DONE:"],
+    ).render()
+
+
+def probe(s: WgmmaRow, arch: str = "sm_90") -> MmaProbe:
+    """The kernel as a probe: valid when its SASS holds tensor-core instructions (QGMMA)."""
+    require(arch)
+    return MmaProbe(f"numerics/{s.name}", TARGET, "\n" + kernel(s), {1: s.entry}, {1: 1},
+                    isa=s.isa, mma=s)
+
+
+def probes(arch: str) -> list[MmaProbe]:
+    if archs.number(arch) != 90:
+        return []
+    return [probe(wgmma_row(t, k)) for t in TYPES for k in STEPS]
+
+
+def module_text(part: list[MmaProbe]) -> str:
+    return ptx.header(TARGET, "8.0") + "\n".join(p.kernels for p in part)
+
+
+# --- the tensor core on the GPU -----------------------------------------------------------
+
+class WgmmaRunner:
+    """D = A*B + C for batches of 64x8 tiles through the driver-JIT wgmma kernels (an
+    analysis.TensorCore for the FP8 WgmmaRows)."""
+
+    def __init__(self, session) -> None:
+        self.gpu = session.gpu
+        self.builds = session.builds
+        self.probes = {p.mma.name: p for p in probes(self.gpu.dev.arch)}
+        self.built: dict = {}
+        self.paths: dict[str, TensorPath] = {}
+        self.launches = 0
+
+    def _built(self, s: WgmmaRow):
+        if s.name not in self.built:
+            if s.name not in self.probes:
+                raise NotApplicable(s.unsupported(self.gpu.dev.arch) or s.name)
+            self.built[s.name] = self.builds.jit(self.probes[s.name], self.gpu.dev)
+        return self.built[s.name]
+
+    def verify(self, s: WgmmaRow) -> TensorPath:
+        if s.name not in self.paths:
+            self.paths[s.name] = self.probes[s.name].check(self._built(s).functions).path
+        return self.paths[s.name]
+
+    def sass_text(self, s: WgmmaRow) -> str:
+        return self.probes[s.name].snapshot_text(self._built(s).functions)
+
+    def run_bits(self, s: WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+        import cupy as cp
+        self.verify(s)
+        name = f"numerics/{s.name}"
+        self.gpu.ensure_alive(name)
+        T = a_bits.shape[0]
+        gab = cp.asarray(pack_ab(s, a_bits, b_bits))
+        gc = cp.asarray(pack_c(c_bits))
+        gd = cp.zeros((T, THREADS, s.n // 2), dtype=cp.uint32)
+        fn = self._built(s).compiled.function(s.entry)
+        self.gpu.launch(fn, (T,), (THREADS,), (gab, gc, gd, np.uint32(T)), name=name)
+        self.gpu.wait(name)
+        self.launches += 1
+        return unpack_d(gd.get(), s.n)
+
+    def run(self, s: WgmmaRow, A, B, C=None) -> np.ndarray:
+        A = np.asarray(A)
+        if C is None:
+            C = np.zeros((A.shape[0], s.m, s.n))
+        d = self.run_bits(s, reference.encode(reference.to_type(A, s.in_type), s.in_type),
+                          reference.encode(reference.to_type(B, s.in_type), s.in_type),
+                          reference.encode(reference.to_type(C, "f32"), "f32"))
+        return reference.decode(d, "f32")
