@@ -11,37 +11,19 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar import throughput
-from pytest_gpuchar.plugin import assert_result
+from pytest_gpuchar.topics.throughput import kernels, rows, run
 
-from _throughput import check_static, measured, snapshot_text
-
-ROWS = [pytest.param(r, id=r.name) for r in throughput.UNIT_ROWS]
+pytestmark = pytest.mark.topic("throughput")
+ROWS = [pytest.param(r, id=r.name) for r in rows.UNIT_ROWS]
 
 
 @pytest.mark.static
 @pytest.mark.parametrize("row", ROWS)
-def test_unit_throughput_sass(arch, row, offline_tools, sass_snapshot):
-    check_static(arch, row, sass_snapshot)
+def test_unit_throughput_sass(arch, row, static_check):
+    static_check(kernels.row_probe(row, arch), snapshot=run.snapshot)
 
 
 @pytest.mark.hardware
 @pytest.mark.parametrize("row", ROWS)
-def test_unit_throughput(arch, row, gpu, gpuchar, record, sass_snapshot):
-    why = throughput.supported(row, arch)
-    if why:
-        pytest.skip(f"hardware: {why}")
-    m = measured(gpuchar, row, arch)
-    peak = throughput.peak(row.name, arch)
-    r = record(f"throughput.unit.{row.name}", arch, fit=m.as_fit(), unit="ops/clk/SM",
-               method=m.method + (f"; {row.note}" if row.note else ""),
-               detail=f"{row.category} ({row.unit_fu}): SASS {m.verdict['unit']}",
-               data={"sass_unit": m.verdict["unit"], "category": row.category,
-                     "functional_unit": row.unit_fu, "peak": peak,
-                     "peak_fraction": None if not peak else round(m.rate / peak, 4),
-                     "cycles_per_sm": {str(t): v for t, v in m.cycles.items()},
-                     "sms": m.sms, "warps_per_sm": m.warps_per_sm,
-                     "tolerance": {"rel": 0.03}})
-    assert snapshot_text(throughput.jit_sass(gpu)[1][m.probe.entry]) == \
-        sass_snapshot(f"jit-driver-{gpu.driver}")
-    assert_result(r)
+def test_unit_throughput(arch, row, gpu, gpuchar, hardware_row):
+    hardware_row(run.units(gpuchar, row, arch))
