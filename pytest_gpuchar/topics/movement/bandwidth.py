@@ -1,0 +1,218 @@
+"""Bandwidths on the GPU: every stream kernel launched with one 1024-thread CTA per SM, 1 +
+repeats times per trip count (device-memory rows with the L2 evicted before every launch),
+per SM the slope of the busy span over the bytes moved, the whole GPU from %globaltimer;
+against the documented peaks. The TMA bulk-copy pipeline against the transfer size, and the
+bandwidth staircase drawn beside the memory topic's latency staircase."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from ...core.probe import NotApplicable, Probe
+from ...results.judge import Measured, Measurement
+from . import analysis, plots, streams
+from .rows import (BLOCK, SHARED_PEAK, SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES,
+                   TMA_STAGE, TMA_TRIPS, Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
+from .state import MovementGpu
+
+if TYPE_CHECKING:
+    from ...session import GpuCharSession
+
+METHOD_STREAM = ("{threads} threads x 1 CTA per SM ({ctas} CTAs), each thread {unroll} x "
+                 "{op} per iteration of a nounroll loop (verified); per SM: 1 / slope of the "
+                 "CTA's busy span (%clock64, first warp's start to last warp's end) over the "
+                 "bytes it moved at {trips} iterations, median CTA, median of {reps} launches "
+                 "after a warm-up{extra}")
+OPS = {Stream.SHARED_U32: "ld.shared.u32", Stream.SHARED_U64: "ld.shared.v2.u32",
+       Stream.SHARED_U128: "ld.shared.v4.u32", Stream.L1: "ld.global.v4.u32 (32 KiB per CTA)",
+       Stream.L2: "ld.global.cg.v4.u32 (64 KiB per CTA)",
+       Stream.DRAM_READ: "ld.global.cg.v4.u32 (a slice of a buffer >= 4 x L2)",
+       Stream.DRAM_WRITE: "st.global.v4.u32", Stream.DRAM_COPY: "ld.global.cg.v4 + st.global.v4",
+       Stream.CP_ASYNC: "cp.async.cg 16 B (64 KiB per CTA, one group in flight)",
+       Stream.DSM: "ld.shared::cluster.v4.u32"}
+
+
+def state(session: "GpuCharSession") -> MovementGpu:
+    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
+
+
+def once(session: "GpuCharSession", key: tuple, make):
+    return session.runs.once(("movement", *key), make)
+
+
+def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: int,
+                   trips: tuple[int, ...], args: Callable, block: int = BLOCK,
+                   cluster: int | None = None, flush: bool = False
+                   ) -> dict[int, list[list[analysis.Window]]]:
+    """Launch the stream kernel 1 + repeats times per trip count (trip counts interleaved,
+    the L2 evicted before each launch when `flush`), one batch; trip -> per repeat (warm-up
+    dropped) the CTAs' windows."""
+    fn = s.function(probe, trips[0])
+    outs = {t: [s.records((grid * 32 * 6,)) for _ in range(s.repeats + 1)] for t in trips}
+    for r in range(s.repeats + 1):
+        for t in trips:
+            if flush:
+                s.flush_l2()
+            s.launch(fn, (grid,), (block,), args(outs[t][r], t), name=name, cluster=cluster,
+                     shared_mem=smem)
+    s.wait(name)
+    return {t: [analysis.windows(o.get(), grid) for o in outs[t][1:]] for t in trips}
+
+
+def stream_measurement(s: MovementGpu, probe: Probe, key: str, figs: analysis.StreamFigures,
+                       row: StreamRow, *, extra: str = "", trips=None) -> Measured:
+    """The per-SM figure (B/clk/SM) with the whole-GPU figures in its data."""
+    method = METHOD_STREAM.format(threads=BLOCK, ctas=len(figs.sms), unroll=row.unroll,
+                                  op=OPS[row.kind], trips=list(trips or row.trips),
+                                  reps=s.repeats, extra=extra)
+    data = {"gpu_bytes_per_clk": round(figs.gpu_bytes_per_clk, 2),
+            "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
+            "sms": len(figs.sms), "sass_unit": s.unit(probe),
+            "tolerance": {"abs": 0.0, "rel": 0.01}}
+    return Measured(Measurement.of_fit(key, figs.per_sm, "B/clk/SM", method=method, data=data),
+                    sass=s.sass(probe), checks=figs.checks)
+
+
+# --- the bandwidth rows --------------------------------------------------------------------------
+
+def _layout(s: MovementGpu, row: StreamRow) -> tuple[int, int]:
+    """(slice bytes per CTA, offset mask) of a row."""
+    if row.region is Region.SLICE:
+        slice_ = s.slice_bytes()
+        if row.trips[-1] * row.advance > slice_:
+            raise NotApplicable(f"hardware: {row.id}: {row.trips[-1]} iterations of "
+                                f"{row.advance} B exceed a CTA's {slice_} B slice")
+        return slice_, 0xFFFFFFFF
+    return (0 if row.region is Region.SHARED else row.region_bytes), row.region_bytes - 1
+
+
+def _smem(s: MovementGpu, row: StreamRow) -> int:
+    if row.region is Region.SHARED:
+        return s.smem_for(row.region_bytes + row.advance)
+    if row.kind is Stream.CP_ASYNC:
+        return s.smem_for(row.advance)
+    return s.lone_smem
+
+
+def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.StreamFigures:
+    probe = streams.stream_probe(row, arch)
+    s.built(probe)
+    slice_, mask = _layout(s, row)
+    big, dst = s.big(), s.dst()
+    runs = stream_windows(s, probe, name=probe.name, grid=s.sms, smem=_smem(s, row),
+                          trips=row.trips, flush=row.level is Level.DRAM,
+                          args=lambda out, t: (out, big, dst, np.uint64(slice_), np.uint32(t),
+                                               np.uint32(mask)))
+    moved = 2 if row.kind is Stream.DRAM_COPY else 1
+    return analysis.stream_figures(runs, {t: moved * t * row.unroll * row.width * BLOCK
+                                          for t in row.trips})
+
+
+def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list[Measurement]:
+    """Achieved / documented: shared memory per SM per clock, device memory whole-GPU GB/s."""
+    if row.peak == "shared":
+        v = figs.per_sm.value / SHARED_PEAK
+        return [Measurement(f"movement.bandwidth.{row.id}.of_peak", v, "ratio",
+                            figs.per_sm.spread / SHARED_PEAK, figs.per_sm.why_unstable,
+                            method=f"per-SM figure / {SHARED_PEAK:g} B/clk/SM",
+                            data={"documented": SHARED_PEAK, "source": SHARED_PEAK_SOURCE,
+                                  "tolerance": {"abs": 0.0, "rel": 0.01}})]
+    peak = hbm_peak(s.dev.name) if row.peak == "hbm" else None
+    if peak is None:
+        return []
+    gbps, source = peak
+    return [Measurement(f"movement.bandwidth.{row.id}.of_peak", figs.gbps.value / gbps,
+                        "ratio", figs.gbps.spread / gbps, figs.gbps.why_unstable,
+                        method=f"whole-GPU GB/s (bytes of all CTAs over the launch's "
+                               f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
+                        data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
+                              "source": source, "tolerance": {"abs": 0.0, "rel": 0.02}})]
+
+
+def stream_figures(session: "GpuCharSession", row: StreamRow, arch: str):
+    s = state(session)
+    return once(session, ("stream", row.id), lambda: measure_stream(s, row, arch))
+
+
+def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) -> Measured:
+    """A bandwidth row: B/clk per SM, the whole GPU's B/clk and GB/s, achieved / documented.
+    The staircase row (device-memory read) also draws the staircase into the report."""
+    s = state(session)
+    probe = streams.stream_probe(row, arch)
+    figs = stream_figures(session, row, arch)
+    measured = stream_measurement(s, probe, f"movement.bandwidth.{row.id}.per_sm", figs, row,
+                                  extra=f"; {figs.gbps.value:.0f} GB/s whole GPU "
+                                        f"(%globaltimer)" if row.level is Level.DRAM else "")
+    measured.figures += [Measurement(
+        f"movement.bandwidth.{row.id}.gpu", figs.gpu_bytes_per_clk, "B/clk",
+        method="sum over the CTAs (one per SM) of each one's own rate",
+        data={"tolerance": {"abs": 0.0, "rel": 0.02}})] + _peaks(s, row, figs)
+    if row.kind is Stream.DRAM_READ:
+        once(session, ("staircase_plot",), lambda: _staircase(session, arch, artifact))
+    return measured
+
+
+def _staircase(session: "GpuCharSession", arch: str, artifact) -> bool:
+    stages = [r for r in STREAMS.values() if r.stage]
+    points = [(r.stage, stream_figures(session, r, arch).per_sm.value) for r in stages]
+    plots.save_staircase(artifact, points, state(session).dev)
+    return True
+
+
+# --- TMA bulk copies against the transfer size ---------------------------------------------------
+
+def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamFigures:
+    probe = streams.tma_stream_probe(row.size, arch)
+    s.built(probe)
+    dram = row.level is Level.DRAM
+    slice_, mask = (s.slice_bytes(), 0xFFFFFFFF) if dram else (2 * 2 * TMA_STAGE,
+                                                              2 * 2 * TMA_STAGE - 1)
+    big = s.big()
+    runs = stream_windows(s, probe, name=f"{probe.name}/{row.level.value}", grid=s.sms,
+                          block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
+                          args=lambda out, t: (out, big, big, np.uint64(slice_), np.uint32(t),
+                                               np.uint32(mask)))
+    return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS})
+
+
+def tma_bw_figures(session: "GpuCharSession", row: TmaBwRow, arch: str):
+    s = state(session)
+    return once(session, ("tma_bw", row.id), lambda: measure_tma_bw(s, row, arch))
+
+
+METHOD_TMA_BW = ("one thread per CTA, one CTA per SM, two stages of {stage} B in flight, each "
+                 "stage {per} cp.async.bulk of {size} B completing on its mbarrier (verified); "
+                 "source {where}; per SM: 1 / slope of the busy span over the bytes at {trips} "
+                 "iterations, median CTA, median of {reps} launches after a warm-up")
+
+
+def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measured:
+    s = state(session)
+    figs = tma_bw_figures(session, row, arch)
+    probe = streams.tma_stream_probe(row.size, arch)
+    where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
+             if row.level is Level.DRAM else "128 KiB per CTA (L2-resident)")
+    return Measured(Measurement.of_fit(
+        f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
+        method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
+                                    where=where, trips=list(TMA_TRIPS), reps=s.repeats),
+        data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": s.unit(probe),
+              "tolerance": {"abs": 0.0, "rel": 0.02}}), sass=s.sass(probe), checks=figs.checks)
+
+
+def tma_knee(session: "GpuCharSession", level: Level, arch: str, artifact) -> Measured:
+    """The smallest transfer size reaching TMA_KNEE_SHARE of the best per-SM rate."""
+    rates = [tma_bw_figures(session, TmaBwRow(level, z), arch).per_sm.value for z in TMA_SIZES]
+    size = analysis.knee(list(TMA_SIZES), rates)
+    once(session, ("tma_plot", level.value),
+         lambda: plots.save_tma_sizes(artifact, level.value, list(TMA_SIZES), rates,
+                                      state(session).dev))
+    if size is None:
+        return Measured(checks=[f"no TMA size sweep rate is finite: {rates}"])
+    return Measured(Measurement(
+        f"movement.tma.bandwidth.{level.value}.knee_bytes", float(size), "bytes",
+        method=f"smallest cp.async.bulk size of {list(TMA_SIZES)} whose per-SM rate reaches "
+               f"{TMA_KNEE_SHARE:.0%} of the best size's",
+        data={"rates_bytes_per_clk": dict(zip(TMA_SIZES, [round(r, 2) for r in rates])),
+              "tolerance": {"abs": 0.0, "rel": 0.0}}))

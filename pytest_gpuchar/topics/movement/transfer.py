@@ -1,0 +1,292 @@
+"""Transfers on the GPU: 1 KiB TMA chains (cp.async.bulk, 1D and 2D tensor maps, one warp's
+plain loads) with the blocks in the L2 or in device memory, multicast rounds in a cluster,
+cp.async round trips, mbarrier and fence costs. Every chain continues across launches where
+the last one stopped; every launch's end position is checked against the host's walk."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...core.fit import fit
+from ...results.judge import Measured, Measurement
+from . import chases, kernels, layouts
+from ...core.driver import TensorMapRejected
+from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
+from .rows import (ASYNC_LENGTHS, DRAM_REPEATS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
+                   MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_BLOCKS, TMA_L2_BLOCKS,
+                   TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
+from .state import ChainError, MovementGpu, passes
+
+if TYPE_CHECKING:
+    from ...session import GpuCharSession
+
+METHOD_TMA = ("{what}: dependent 1 KiB transfers, each block holding where the next one "
+              "is; slope of %clock64 cycles over {lengths} transfers, second pass of the "
+              "kernel, median of {reps} launches after a warm-up; {where}")
+WHAT = {Mechanism.PLAIN: "one warp's ld.global.cg.v4 (32 B per thread)",
+        Mechanism.BULK: "cp.async.bulk to shared memory, completion on an mbarrier (try_wait)",
+        Mechanism.TENSOR1D: "cp.async.bulk.tensor.1d (u32, box 256), completion on an mbarrier",
+        Mechanism.TENSOR2D: "cp.async.bulk.tensor.2d (u32, box 64 x 4 of a 4 KiB-pitch tensor), "
+                            "completion on an mbarrier"}
+WHERE = {Level.L2: f"{TMA_L2_BLOCKS} blocks in the L2 (walked once before)",
+         Level.DRAM: f"{TMA_DRAM_BLOCKS} random blocks of a buffer >= 4 x L2, the L2 evicted "
+                     f"first, no block visited twice"}
+
+
+def state(session: "GpuCharSession") -> MovementGpu:
+    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
+
+
+def once(session: "GpuCharSession", key: tuple, make):
+    return session.runs.once(("movement", *key), make)
+
+
+class Chain:
+    """A block chain in the big buffer walked by consecutive launches (`cursor`: the step the
+    next launch starts at), with the host's expected end position of each launch."""
+
+    def __init__(self, chain: layouts.BlockChain, mech: Mechanism) -> None:
+        self.chain, self.mech, self.cursor = chain, mech, 0
+
+    def start(self) -> np.uint64:
+        return np.uint64(layouts.tma_position(self.mech, self.chain.position(self.cursor)))
+
+    def advance(self, steps: int) -> int:
+        """Move the cursor; the expected end value of the launch that walked `steps`."""
+        self.cursor += steps
+        return layouts.tma_position(self.mech, self.chain.position(self.cursor))
+
+
+def _tensor_map(s: MovementGpu, mech: Mechanism, big):
+    """The tensor map over the big buffer (u32 elements); a refusal is reported with the
+    driver's error."""
+    nbytes = s.big_bytes
+    if mech is Mechanism.TENSOR1D:
+        return s.launcher.driver.encode_tiled(s.address(big), (nbytes // TENSOR_ELEM,), (),
+                                              (TENSOR1D_BOX,))
+    rows = nbytes // (TENSOR2D_WIDTH * TENSOR_ELEM)
+    return s.launcher.driver.encode_tiled(s.address(big), (TENSOR2D_WIDTH, rows),
+                                          (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
+
+
+def _prepare_chain(s: MovementGpu, row: TmaRow, big) -> Chain:
+    mech = row.mechanism
+    capacity = layouts.tma_capacity(mech, s.big_bytes)
+    dram = row.level is Level.DRAM
+    chain = layouts.block_chain(TMA_DRAM_BLOCKS if dram else TMA_L2_BLOCKS, capacity, TMA_BYTES,
+                                s.rng, sparse=dram)
+    idx, val = layouts.tma_words(mech, chain)
+    s.upload(big, idx, val, np.uint32)
+    return Chain(chain, mech)
+
+
+def warm_chain(s: MovementGpu, fn, longest: int, grid: tuple, block: tuple, chain: Chain, big,
+               tmap: tuple, name: str, *, cluster: int | None = None, records: int = 4,
+               shared_mem: int = 0):
+    """Walk an L2-resident chain's whole cycle once with the kernel of `longest` steps per
+    pass (enough passes), so every block is in the L2; returns the launch's record buffer
+    (kept alive until the wait)."""
+    warm = -(-chain.chain.count // longest) + 1
+    out = s.records((records,))
+    s.launch(fn, grid, block, (out, big, chain.start(), np.uint32(warm), *tmap), name=name,
+             cluster=cluster, shared_mem=shared_mem)
+    chain.advance(warm * longest)
+    return out
+
+
+def _measure_tma(s: MovementGpu, row: TmaRow, arch: str):
+    probe = kernels.tma_probe(row.mechanism, arch)
+    name = f"{probe.name}/{row.level.value}"
+    s.built(probe)
+    fns = {n: s.function(probe, n) for n in TMA_LENGTHS}
+    big = s.big()
+    tmap = () if row.mechanism in (Mechanism.PLAIN, Mechanism.BULK) else \
+        (_tensor_map(s, row.mechanism, big),)
+    chain = _prepare_chain(s, row, big)
+    threads = 32 if row.mechanism is Mechanism.PLAIN else 1
+    longest = TMA_LENGTHS[-1]
+    keep = warm_chain(s, fns[longest], longest, (1,), (threads,), chain, big, tmap, name) \
+        if row.level is Level.L2 else s.flush_l2()
+    dram = row.level is Level.DRAM
+    reps = max(s.repeats, DRAM_REPEATS) if dram else s.repeats
+    outs, want = {n: s.records((reps + 1, 4)) for n in TMA_LENGTHS}, []
+    for r in range(reps + 1):
+        for n in TMA_LENGTHS:
+            s.launch(fns[n], (1,), (threads,), (outs[n][r], big, chain.start(), passes(), *tmap),
+                     name=name)
+            want.append((n, r, chain.advance(int(passes()) * n)))
+    s.wait(name)
+    del keep
+    host = {n: outs[n].get() for n in TMA_LENGTHS}
+    for n, r, end in want:
+        if int(host[n][r, 1]) != end:
+            raise ChainError(f"{name}: launch {r} of length {n} ended at {int(host[n][r, 1]):#x}, "
+                             f"the host's walk at {end:#x}: the transfers did not follow the "
+                             f"chain")
+    cycles = {n: [int(v) for v in host[n][1:, 0]] for n in TMA_LENGTHS}
+    limits = {"spread_rel": DRAM_SPREAD_REL} if dram else {}
+    return fit(cycles, {n: n for n in TMA_LENGTHS}, **limits), cycles, probe, reps
+
+
+def tma_latency(session: "GpuCharSession", row: TmaRow, arch: str) -> Measured:
+    """Completion latency of a dependent 1 KiB transfer (issue to data usable)."""
+    s = state(session)
+    try:
+        f, cycles, probe, reps = once(session, ("tma", row.id),
+                                      lambda: _measure_tma(s, row, arch))
+    except TensorMapRejected as e:
+        return Measured(checks=[f"TMA descriptor rejected by the driver: {e}"])
+    return Measured(Measurement.of_fit(
+        f"movement.tma.latency.{row.mechanism.value}.{row.level.value}", f, "cycles",
+        method=METHOD_TMA.format(what=WHAT[row.mechanism], lengths=list(TMA_LENGTHS),
+                                 reps=reps, where=WHERE[row.level]),
+        data={"cycles": cycles, "sass_unit": s.unit(probe), "bytes": TMA_BYTES,
+              "tolerance": {"abs": 1.0, "rel": 0.05 if row.level is Level.DRAM else 0.01}}),
+        sass=s.sass(probe))
+
+
+# --- multicast -----------------------------------------------------------------------------------
+
+def _measure_multicast(s: MovementGpu, row: MulticastRow):
+    probe = kernels.multicast_probe(row.multicast, "sm_90")
+    c = row.cluster
+    name = f"{probe.name}/c{c}"
+    s.built(probe)
+    fns = {n: s.function(probe, n) for n in MULTICAST_LENGTHS}
+    smem = s.lone_smem      # one CTA per SM
+    s.launcher.clusters(fns[MULTICAST_LENGTHS[0]], name, c, (1,), smem)
+    big = s.big()
+    chain = _prepare_chain(s, TmaRow(Mechanism.BULK, Level.L2), big)
+    longest = MULTICAST_LENGTHS[-1]
+    keep = warm_chain(s, fns[longest], longest, (c,), (1,), chain, big, (), name, cluster=c,
+                      records=c * (-(-TMA_L2_BLOCKS // longest) + 1) * 4, shared_mem=smem)
+    outs, want = {n: s.records((s.repeats + 1, c * 2 * 4)) for n in MULTICAST_LENGTHS}, []
+    for r in range(s.repeats + 1):
+        for n in MULTICAST_LENGTHS:
+            s.launch(fns[n], (c,), (1,), (outs[n][r], big, chain.start(), passes()), name=name,
+                     cluster=c, shared_mem=smem)
+            want.append((n, r, chain.advance(int(passes()) * n)))
+    s.wait(name)
+    del keep
+    host = {n: outs[n].get().reshape(s.repeats + 1, c, 2, 4) for n in MULTICAST_LENGTHS}
+    for n, r, end in want:
+        got = host[n][r, :, 1, 1]
+        if not (got == end).all():
+            raise ChainError(f"{name}: launch {r} of length {n}: CTAs ended at "
+                             f"{[hex(int(v)) for v in got]}, the host's walk at {end:#x}")
+    cycles = {n: [int(v) for v in host[n][1:, 0, 1, 0]] for n in MULTICAST_LENGTHS}
+    return fit(cycles, {n: n for n in MULTICAST_LENGTHS}), cycles, probe
+
+
+def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measured:
+    """A 1 KiB block delivered to every CTA of a cluster: one multicast copy issued by rank 0
+    against every CTA copying it itself; each round closes with a relaxed cluster barrier."""
+    s = state(session)
+    kernels.multicast_probe(row.multicast, arch)      # NotApplicable before sm_90
+    f, cycles, probe = once(session, ("multicast", row.id), lambda: _measure_multicast(s, row))
+    how = ("rank 0 issues cp.async.bulk ... .multicast::cluster to all CTAs" if row.multicast
+           else "every CTA issues its own cp.async.bulk of the same block")
+    return Measured(Measurement.of_fit(
+        f"movement.tma.{row.id}", f, "cycles",
+        method=f"rounds in one cluster of {row.cluster}: every CTA arms its mbarrier for 1 KiB, "
+               f"{how}, each waits for its own completion, then barrier.cluster.arrive.relaxed + "
+               f"wait; the next block's offset read from the data; slope over "
+               f"{list(MULTICAST_LENGTHS)} rounds of CTA 0's %clock64 cycles, median of "
+               f"{s.repeats} launches; blocks L2-resident",
+        data={"cycles": cycles, "sass_unit": s.unit(probe),
+              "tolerance": {"abs": 1.0, "rel": 0.01}}), sass=s.sass(probe))
+
+
+# --- cp.async, mbarriers, fences -----------------------------------------------------------------
+
+def _measure_cp_async(s: MovementGpu, kind: Async, probe):
+    """Chain of 32 nodes 128 B apart (4 KiB, L1- and L2-resident after the warm launch)."""
+    name = probe.name
+    nodes = 32
+    buf = s.buffer(f"cp_async_{kind.value}", nodes * LINE)
+    order = layouts.block_chain(nodes, nodes, LINE, s.rng, sparse=False)
+    nxt = np.roll(order.order, -1)
+    s.upload(buf, order.order * LINE // 4, (nxt * LINE).astype(np.uint32), np.uint32)
+    fns = {n: s.function(probe, n) for n in ASYNC_LENGTHS}
+    longest = ASYNC_LENGTHS[-1]
+    cursor = 0
+    warm = -(-nodes // longest) + 1
+    keep = s.records((4,))
+    s.launch(fns[longest], (1,), (1,), (keep, buf, np.uint64(order.position(0) * LINE),
+                                        np.uint32(warm)), name=name)
+    cursor += warm * longest
+    outs, want = {n: s.records((s.repeats + 1, 4)) for n in ASYNC_LENGTHS}, []
+    for r in range(s.repeats + 1):
+        for n in ASYNC_LENGTHS:
+            s.launch(fns[n], (1,), (1,), (outs[n][r], buf,
+                                          np.uint64(order.position(cursor) * LINE), passes()),
+                     name=name)
+            cursor += int(passes()) * n
+            want.append((n, r, order.position(cursor) * LINE))
+    s.wait(name)
+    del keep
+    host = {n: outs[n].get() for n in ASYNC_LENGTHS}
+    for n, r, end in want:
+        if int(host[n][r, 1]) != end:
+            raise ChainError(f"{name}: launch {r} of length {n} ended at offset "
+                             f"{int(host[n][r, 1])}, the host's walk at {end}")
+    return {n: [int(v) for v in host[n][1:, 0]] for n in ASYNC_LENGTHS}, ASYNC_LENGTHS
+
+
+def _measure_sync_op(s: MovementGpu, kind: Async, probe):
+    """mbarrier and fence rows: one thread, one CTA; the wait chains must end on the first
+    barrier (every wait saw its phase complete)."""
+    lengths = FENCE_LENGTHS if kind in (Async.FENCE, Async.STORE_FENCE) else MBAR_LENGTHS
+    fns = {n: s.function(probe, n) for n in lengths}
+    value = s.to_device(np.array([0x5A5A5A5A, 0], dtype=np.uint32))
+    outs = {n: s.records((s.repeats + 1, 4)) for n in lengths}
+    for r in range(s.repeats + 1):
+        for n in lengths:
+            args = (outs[n][r], value, passes()) if kind in (Async.FENCE, Async.STORE_FENCE) \
+                else (outs[n][r], passes())
+            s.launch(fns[n], (1,), (1,), args, name=probe.name)
+    s.wait(probe.name)
+    host = {n: outs[n].get() for n in lengths}
+    if kind in (Async.TEST_WAIT, Async.TRY_WAIT):
+        bad = {n: int(h[0, 2]) for n, h in host.items() if (h[:, 2] != 0).any()}
+        if bad:
+            raise ChainError(f"{probe.name}: a wait did not see its phase complete (the chain "
+                             f"moved to the second barrier): {bad}")
+    return {n: [int(v) for v in host[n][1:, 0]] for n in lengths}, lengths
+
+
+ASYNC_METHOD = {
+    Async.CP_ASYNC_CA: "cp.async.ca 16 B + commit + wait_group 0 + ld.shared of the next "
+                       "offset, chain of 32 nodes (L1-resident)",
+    Async.CP_ASYNC_CG: "cp.async.cg 16 B + commit + wait_group 0 + ld.shared of the next "
+                       "offset, chain of 32 nodes (L2-resident: .cg bypasses the L1)",
+    Async.ARRIVE: "independent mbarrier.arrive.shared::cta (state discarded) on a count-1 "
+                  "barrier: issue cost",
+    Async.TEST_WAIT: "mbarrier.arrive -> test_wait on its state -> selp of the next barrier "
+                     "(dependent)",
+    Async.TRY_WAIT: "mbarrier.arrive -> try_wait on its state -> selp of the next barrier "
+                    "(dependent)",
+    Async.FENCE: "fence.proxy.async.shared::cta back to back",
+    Async.STORE_FENCE: "st.shared of a loaded value + fence.proxy.async.shared::cta",
+}
+
+
+def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
+    """cp.async round trips, mbarrier arrive / wait steps, async-proxy fences."""
+    s = state(session)
+    probe = chases.async_probe(kind, arch)
+
+    def make():
+        s.built(probe)
+        if kind in (Async.CP_ASYNC_CA, Async.CP_ASYNC_CG):
+            return _measure_cp_async(s, kind, probe)
+        return _measure_sync_op(s, kind, probe)
+    cycles, lengths = once(session, ("async", kind.value), make)
+    f = fit(cycles, {n: n for n in lengths})
+    return Measured(Measurement.of_fit(
+        f"movement.async.{kind.value}", f, "cycles/op",
+        method=f"{ASYNC_METHOD[kind]}; slope of %clock64 cycles over {list(lengths)} steps, "
+               f"one thread, second pass, median of {s.repeats} launches after a warm-up",
+        data={"cycles": cycles, "sass_unit": s.unit(probe),
+              "tolerance": {"abs": 1.0, "rel": 0.01}}), sass=s.sass(probe))
