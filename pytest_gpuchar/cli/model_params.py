@@ -1,0 +1,80 @@
+"""gpuchar-model-params: export what a gpuchar JSON report measured of one arch in the form a
+performance model or simulator reads: the Many-BSP parameters (seed 002, Table 1-8: launch
+overheads, bar.sync, issue cycle, memory latency, per-unit throughput) as YAML (the default),
+or the part of an Accel-Sim configuration the run determines (``--format accel-sim``: the
+gpgpusim.config options, ``accel-sim-trace``: the trace.config options of its SASS
+trace-driven mode; models/accelsim.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..core import archs
+from ..models import accelsim
+from ..results.expectations import atomic_write
+from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
+from ..topics.bsp.params import model_parameters as _model_parameters
+from ..topics.throughput.rows import SCHEDULERS_PER_SM
+
+__all__ = ["FORMATS", "FU_PREFIX", "MODEL_KEYS", "main", "model_parameters", "render"]
+
+FORMATS = ("yaml", "accel-sim", "accel-sim-trace")
+
+
+def model_parameters(report: dict, arch: str) -> dict:
+    """The Many-BSP Table 1-8 parameters of `arch` in `report` (topics/bsp/params.py), with
+    the throughput tables' scheduler count per SM."""
+    return _model_parameters(report, arch, n_ws=SCHEDULERS_PER_SM)
+
+
+def render(report: dict, arch: str, fmt: str = "yaml") -> str:
+    """The export of `arch` from `report` in format `fmt` (one of FORMATS)."""
+    params = model_parameters(report, arch)
+    if fmt == "yaml":
+        import yaml
+        return yaml.safe_dump(params, sort_keys=False, width=100)
+    results, meta = report.get("results", []), report.get("meta", {})
+    if fmt == "accel-sim":
+        return accelsim.fragment(params, results, meta)
+    if fmt == "accel-sim-trace":
+        return accelsim.trace_fragment(params, results, meta)
+    raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="gpuchar-model-params",
+        description="Export what a gpuchar JSON report measured of one arch for a performance "
+                    "model or simulator: the Many-BSP parameters (Table 1-8: launch overheads, "
+                    "bar.sync, issue cycle, memory latency, per-unit throughput) as YAML, or "
+                    "the Accel-Sim configuration options the run determines.")
+    ap.add_argument("--results", required=True, type=Path, help="gpuchar-results.json")
+    ap.add_argument("--arch", required=True)
+    ap.add_argument("--format", dest="fmt", choices=FORMATS, default="yaml",
+                    help="yaml: Many-BSP parameters (default); accel-sim: the gpgpusim.config "
+                         "fragment; accel-sim-trace: the trace.config fragment")
+    ap.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    args = ap.parse_args(argv)
+    try:
+        arch = archs.validate(args.arch)
+    except archs.UnknownArch as e:
+        print(f"--arch: {e}", file=sys.stderr)
+        return 2
+    try:
+        report = json.loads(args.results.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        print(f"{args.results}: cannot read the report: {e}", file=sys.stderr)
+        return 2
+    text = render(report, arch, args.fmt)
+    if args.output:
+        atomic_write(args.output, text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

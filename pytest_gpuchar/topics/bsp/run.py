@@ -1,0 +1,285 @@
+"""The Many-BSP predictions on the GPU: each kernel JIT-linked by the driver (the topic's one
+module), its SASS verified (probe.check), launched through session.gpu on deterministic
+inputs, its output checked against a CPU reference, its whole-kernel cycles read from the
+stamps; the prediction made from the kernel's PTX and this device's Table 1-8 parameters
+(this session's results, else the expectation files'); the three figures as a Measured row.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from ...core.build import Built, Group
+from ...core.probe import NotApplicable
+from ...results.judge import Measured, Measurement
+from . import analysis, kernels, model, params
+from .kernels import REC_WORDS, KernelProbe
+from .rows import MU, MU_SOURCE, PYRAMID, App, Size
+
+if TYPE_CHECKING:
+    from ...fixtures import Checked
+    from ...session import GpuCharSession
+
+MAX_REPEATS = 5
+SAMPLE_ROWS = 64              # MM: rows of C checked against the float64 product
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+CU_FUNC_ATTRIBUTE_NUM_REGS = 4
+
+METHOD = ("whole kernel on the SMs: lane 0 of every warp stamps %clock64 at the kernel's entry "
+          "and after its last instruction (warp reconverged); per SM the last exit minus the "
+          "first entry, the largest over SMs (the SM that finished last); median of {reps} "
+          "launches after a warm-up; grid {grid} x block {block}; inputs L2-warm (previous "
+          "launch); output checked against a CPU reference")
+METHOD_PREDICTION = ("Many-BSP (seed 002) eqs. (4)-(25) on the BLOCK description derived from "
+                     "the kernel's PTX (topics/bsp/block.py) and the Table 1-8 parameters of "
+                     "this device ({source}); mu = {mu} ({mu_source}); registers per thread "
+                     "from the driver's JIT")
+METHOD_ERROR = "eq. (27) as a ratio: |measured - predicted| / measured (the report: 3.4-12.3%)"
+# No expectation judges these figures; should a --snapshot-update run accept them (accept.py
+# takes every measured figure), these are the tolerances the entries get: the run-to-run
+# spread of a whole kernel, a prediction that moves only when its inputs move, and the
+# error's own
+TOLERANCE = {"measured_cycles": {"rel": 0.1}, "predicted_cycles": {"rel": 0.01},
+             "error": {"abs": 0.05}}
+
+
+def groups(arch: str) -> list[Group]:
+    """The topic's one module: the three kernels."""
+    return [Group("bsp", arch, kernels.topic_probes(arch))]
+
+
+def static_probe(app: App, arch: str) -> KernelProbe:
+    return kernels.probe(app, arch)
+
+
+def snapshot(checked: "Checked") -> str:
+    """What static_check snapshots: each kernel's normalised SASS under a one-line title."""
+    tool = checked.tool
+    return "".join(f"// {b.probe.name} ({b.probe.arch}, {tool.name} {tool.version}): "
+                   f"{v.instructions} instructions between the clock reads\n"
+                   f"{b.probe.snapshot_text(b.functions)}" for b, v in checked)
+
+
+def repeats(session: "GpuCharSession") -> int:
+    return max(3, min(session.repeats, MAX_REPEATS))
+
+
+def _built(session: "GpuCharSession", probe: KernelProbe) -> Built:
+    """The kernel as the driver linked it, from the topic's module (linked once)."""
+    gpu = session.gpu
+    gpu.ensure_alive(probe.name)
+    dev = gpu.dev
+    session.runs.once(("bsp", "jit", dev.arch, dev.driver),
+                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
+    return session.builds.jit(probe, dev)
+
+
+def _attribute(fn, name: str, code: int) -> int:
+    """A function attribute (registers, static shared bytes) from CuPy or the driver."""
+    v = getattr(fn, name, None)
+    if v is None:
+        from cupy.cuda import driver
+        v = driver.funcGetAttribute(code, fn.ptr)
+    return int(v)
+
+
+# --- per kernel: buffers, arguments, output check ------------------------------------------
+
+@dataclass
+class Launchable:
+    """A kernel's device buffers and arguments (the stamp records appended per launch), and
+    the check of its output (failures as messages)."""
+    args: tuple
+    check: Callable[[], list[str]]
+    keep: list = field(default_factory=list)
+
+
+def _knn(size: Size, gen: np.random.Generator) -> Launchable:
+    import cupy as cp
+    n = size.dims[0]
+    inp = analysis.knn_inputs(n, gen)
+    d_loc, d_out = cp.asarray(inp["locations"]), cp.full(n, np.nan, np.float32)
+
+    def check() -> list[str]:
+        got = d_out.get()
+        ref = analysis.knn_reference(inp["locations"], inp["lat"], inp["lng"])
+        bad = int(np.count_nonzero(~(np.abs(got - ref) <= 2 * np.spacing(ref))))
+        return [f"knn {size.name}: {bad} of {n} distances differ from the CPU reference by more "
+                f"than 2 ulp (first: {got[:3].tolist()} vs {ref[:3].tolist()})"] if bad else []
+    return Launchable((d_loc, d_out, np.int32(n), inp["lat"], inp["lng"]), check, [d_loc])
+
+
+def _mm(size: Size, gen: np.random.Generator) -> Launchable:
+    import cupy as cp
+    h_a, w_a, w_b = size.dims
+    inp = analysis.mm_inputs(h_a, w_a, w_b, gen)
+    d_a, d_b = cp.asarray(inp["A"]), cp.asarray(inp["B"])
+    d_c = cp.full((h_a, w_b), np.nan, np.float32)
+    rows = np.unique(np.concatenate([[0, h_a - 1], gen.choice(h_a, min(SAMPLE_ROWS, h_a),
+                                                             replace=False)]))
+
+    def check() -> list[str]:
+        c = d_c.get()
+        bad, unwritten = analysis.mm_mismatch(inp["A"], inp["B"], c, rows), np.isnan(c).sum()
+        return [f"mm {size.name}: {bad} elements of {len(rows)} sampled rows of C outside the "
+                f"float32 error bound of the float64 product, {unwritten} of C's elements "
+                f"not written"] if bad or unwritten else []
+    return Launchable((d_c, d_a, d_b, np.int32(w_a), np.int32(w_b)), check, [d_a, d_b])
+
+
+def _hotspot(size: Size, gen: np.random.Generator) -> Launchable:
+    import cupy as cp
+    rows, cols = size.dims
+    inp = analysis.hotspot_inputs(rows, cols, gen)
+    c = inp["coeffs"]
+    d_power, d_src = cp.asarray(inp["power"]), cp.asarray(inp["temp"])
+    d_dst = cp.full((rows, cols), np.nan, np.float32)
+
+    def check() -> list[str]:
+        ref = analysis.hotspot_reference(inp["temp"], inp["power"], c)
+        got = d_dst.get()
+        bad = int(np.count_nonzero(~(np.abs(got - ref) <= 1e-3 + 1e-6 * np.abs(ref))))
+        return [f"hotspot {size.name}: {bad} of {rows * cols} temperatures differ from the CPU "
+                f"reference ({PYRAMID} steps) by more than 1e-3 K"] if bad else []
+    border = np.int32(PYRAMID)      # Rodinia: border = pyramid height x EXPAND_RATE / 2
+    return Launchable((np.int32(PYRAMID), d_power, d_src, d_dst, np.int32(cols),
+                       np.int32(rows), border, border, c.cap, c.rx, c.ry, c.rz, c.step),
+                      check, [d_power, d_src])
+
+
+BUFFERS = {App.KNN: _knn, App.MM: _mm, App.HOTSPOT: _hotspot}
+
+
+# --- measurement ---------------------------------------------------------------------------
+
+@dataclass
+class KernelRun:
+    """One row measured: whole-kernel cycles per launch, the launches' spans, the kernel's
+    registers and shared memory as linked, its SASS, and the output check's failures."""
+    size: Size
+    cycles: analysis.Cycles
+    spans: list[analysis.Span]
+    regs: int
+    shared: int
+    sass: str
+    checks: list[str]
+    wall_us: float
+    reps: int
+
+
+def measure(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
+    """JIT (the topic's module), verify the driver's SASS, launch 1 + repeats times (each
+    under the watchdog), check the output, read the stamps."""
+    import cupy as cp
+    gpu = session.gpu
+    probe = kernels.probe(size.app, arch)
+    built = _built(session, probe)
+    session.verify(probe, built.functions)
+    fn = built.compiled.function(probe.entry)
+    reps = repeats(session)
+    job = BUFFERS[size.app](size, analysis.rng(size))
+    warps = size.n_b * -(-size.n_t // 32)
+    recs = cp.zeros((reps + 1, warps, REC_WORDS), dtype=np.uint64)
+    wall = []
+    for r in range(reps + 1):
+        a, b = cp.cuda.Event(), cp.cuda.Event()
+        a.record()
+        gpu.launch(fn, size.grid, size.block, (*job.args, recs[r]), name=probe.name)
+        b.record()
+        gpu.poll(b, probe.name)
+        if r:
+            wall.append(cp.cuda.get_elapsed_time(a, b) * 1000.0)
+    gpu.wait(probe.name)
+    host = recs.get()
+    spans = [analysis.launch_span(host[r]) for r in range(1, reps + 1)]
+    checks = job.check()
+    if any(s.unwritten for s in spans):
+        checks.append(f"{size.id}: {max(s.unwritten for s in spans)} of {warps} warps wrote "
+                      f"no stamp record")
+    return KernelRun(size, analysis.kernel_cycles(spans), spans,
+                     _attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
+                     _attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                     probe.snapshot_text(built.functions), checks,
+                     float(statistics.median(wall)), reps)
+
+
+def measured(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
+    return session.runs.once(("bsp", size.id, arch), lambda: measure(session, size, arch))
+
+
+# --- the row --------------------------------------------------------------------------------
+
+def parameters(session: "GpuCharSession", arch: str) -> tuple[params.Values, dict]:
+    """This device's values (this session's results, else the expectation files') and the
+    Table 1-8 parameters from them; NotApplicable when the arch lacks what a prediction
+    needs."""
+    dev = session.gpu.dev
+    values = params.Values(arch, [r.as_dict() for r in session.recorder.results],
+                           session.expectations.load(arch), dev.name)
+    p = params.parameters(values, dev.sm_count, session.provenance())
+    lacking = params.missing(p, model.NEEDED)
+    if lacking:
+        raise NotApplicable(f"hardware: the Many-BSP parameters of {arch} on {dev.name} are "
+                            f"not measured: {'; '.join(lacking)}")
+    return values, p
+
+
+def _measured_data(run: KernelRun, session: "GpuCharSession") -> dict:
+    dev = session.gpu.dev
+    mhz = session.provenance().get("sm_clock_measured_mhz") or dev.sm_clock_max_mhz
+    gt = statistics.median(s.globaltimer_ns for s in run.spans)
+    return {"per_launch": [round(c) for c in run.cycles.per_launch],
+            "median_sm_cycles": round(statistics.median(s.median for s in run.spans)),
+            "sms": run.spans[-1].sms, "warps_per_sm": list(run.spans[-1].warps),
+            "globaltimer_ns": round(gt), "globaltimer_cycles": round(gt * mhz / 1000.0)
+            if mhz else None, "sm_clock_mhz": mhz, "event_us": round(run.wall_us, 2),
+            "grid": list(run.size.grid), "block": list(run.size.block),
+            "n_b": run.size.n_b, "registers": run.regs, "shared_bytes": run.shared,
+            "footprint_bytes": run.size.footprint(), "l2_bytes": dev.l2_bytes,
+            "seed_size": run.size.seed, "tolerance": TOLERANCE["measured_cycles"]}
+
+
+def _where(source: str) -> str:
+    """A parameter's source without its line: "this session" or "<topic>/<arch>.yaml"."""
+    return source.rsplit(":", 1)[0]
+
+
+def _finite(x: float, digits: int = 3) -> float | None:
+    return round(x, digits) if np.isfinite(x) else None
+
+
+def prediction(session: "GpuCharSession", size: Size, arch: str) -> Measured:
+    """Measured and predicted whole-kernel cycles of one kernel and size, and the error."""
+    values, p = parameters(session, arch)
+    run = measured(session, size, arch)
+    dev = session.gpu.dev
+    m = model.model(size, values, p, shared_per_sm=dev.shared_per_sm, regs=run.regs)
+    l2 = model.model(size, values, p, shared_per_sm=dev.shared_per_sm, regs=run.regs,
+                     level=model.MemLevel.L2)
+    pred, got = m.prediction.cycles, run.cycles.value
+    unstable = run.cycles.unstable or ("; ".join(run.checks) if run.checks else "")
+    key = f"bsp.{size.app.value}.{size.name}"
+    sources = sorted({_where(v["source"]) for v in p["parameters"].values() if v.get("source")})
+    data = {**m.data(p), "predicted_cycles_l2_resident": round(l2.prediction.cycles, 1),
+            "divisor_used": min(m.device.mu, (1 + m.prediction.rho) / 2),
+            "divisor_needed": _finite(analysis.divisor(m.prediction, m.device, m.launch, got)),
+            "tolerance": TOLERANCE["predicted_cycles"]}
+    return Measured(
+        Measurement(f"{key}.measured_cycles", got, "cycles", run.cycles.spread, unstable,
+                    method=METHOD.format(reps=run.reps, grid=list(size.grid),
+                                         block=list(size.block)),
+                    data=_measured_data(run, session)),
+        Measurement(f"{key}.predicted_cycles", pred, "cycles",
+                    method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
+                                                    mu_source=MU_SOURCE), data=data),
+        Measurement(f"{key}.error", analysis.error_ratio(got, pred), "ratio", unstable=unstable,
+                    method=METHOD_ERROR,
+                    data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
+                          "signed": round((pred - got) / got, 4) if got else None,
+                          "error_l2_resident": round(analysis.error_ratio(
+                              got, l2.prediction.cycles), 4),
+                          "tolerance": TOLERANCE["error"]}),
+        sass=run.sass, checks=run.checks)

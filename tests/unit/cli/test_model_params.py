@@ -1,0 +1,90 @@
+"""gpuchar-model-params --format: the Many-BSP YAML (default) and the Accel-Sim fragments
+(gpgpusim.config, trace.config) written from a results file, each exactly what the function
+behind it (models/accelsim.py) makes of that file."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_gpuchar.cli import model_params
+from pytest_gpuchar.models import accelsim
+
+RUN2 = Path(__file__).resolve().parents[3] / "results/sm_90/suite-2026-11-23/final"
+OPTION = re.compile(r"^(-[\w:]+)\s+(\S+)", re.M)
+
+REPORT = {
+    "meta": {"device": "Fake GPU", "arch": "sm_90", "date": "2026-01-02T03:04:05+00:00",
+             "sm_count": 8, "driver": "1.0"},
+    "results": [
+        {"key": k, "arch": "sm_90", "value": v, "unit": u, "status": "pass",
+         "provenance": {"device": "Fake GPU", "sm_count": 8}}
+        for k, v, u in (("memory.latency.l1_hit", 30.4, "cycles"),
+                        ("memory.latency.l2_hit", 250.6, "cycles"),
+                        ("memory.latency.dram_cv", 600.0, "cycles"),
+                        ("memory.latency.shared_load", 23.0, "cycles"),
+                        ("latency.add.u32", 5.0, "cycles/op"),
+                        ("latency.add.f32", 4.0, "cycles/op"),
+                        ("throughput.unit.fp32.add", 128.0, "ops/clk/SM"),
+                        ("throughput.launch.block", 360.0, "cycles"))]}
+
+
+@pytest.fixture
+def results_file(tmp_path):
+    path = tmp_path / "gpuchar-results.json"
+    path.write_text(json.dumps(REPORT))
+    return path
+
+
+def run(args, tmp_path, name):
+    out = tmp_path / name
+    assert model_params.main([*args, "-o", str(out)]) == 0
+    return out.read_text()
+
+
+def test_default_format_is_the_many_bsp_yaml(results_file, tmp_path):
+    text = run(["--results", str(results_file), "--arch", "sm_90"], tmp_path, "p.yaml")
+    assert yaml.safe_load(text) == model_params.model_parameters(REPORT, "sm_90")
+    assert text == run(["--results", str(results_file), "--arch", "sm_90", "--format", "yaml"],
+                       tmp_path, "q.yaml")
+
+
+@pytest.mark.parametrize("fmt, make", [("accel-sim", accelsim.fragment),
+                                       ("accel-sim-trace", accelsim.trace_fragment)])
+def test_accel_sim_formats_write_the_fragments(results_file, tmp_path, fmt, make):
+    text = run(["--results", str(results_file), "--arch", "90", "--format", fmt], tmp_path,
+               f"{fmt}.config")
+    params = model_params.model_parameters(REPORT, "sm_90")
+    assert text == make(params, REPORT["results"], REPORT["meta"])
+    names = dict(OPTION.findall(text))
+    prefix = "-trace_" if fmt == "accel-sim-trace" else ("-gpgpu_", "-dram_", "-ptx_")
+    assert names and all(n.startswith(prefix) for n in names)
+
+
+def test_accel_sim_fragment_of_the_committed_h200_run(tmp_path):
+    """The H200 nightly committed under results/: the CLI writes the fragment docs/models.md
+    shows (option values)."""
+    src = RUN2 / "run2-results.json"
+    text = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim"], tmp_path,
+               "h200.config")
+    got = dict(OPTION.findall(text))
+    assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == "385"
+    assert got["-ptx_opcode_latency_fp"] == "4,4,4,4,57"
+    trace = dict(OPTION.findall(run(["--results", str(src), "--arch", "sm_90", "--format",
+                                     "accel-sim-trace"], tmp_path, "trace.config")))
+    assert trace["-trace_opcode_latency_initiation_tensor"] == "24,6"
+
+
+def test_stdout_and_bad_format(results_file, capsys):
+    assert model_params.main(["--results", str(results_file), "--arch", "sm_90", "--format",
+                              "accel-sim"]) == 0
+    assert "-gpgpu_l1_latency 30" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        model_params.main(["--results", str(results_file), "--arch", "sm_90", "--format",
+                           "gpgpusim"])
+    assert e.value.code == 2
+    with pytest.raises(ValueError, match="unknown format"):
+        model_params.render(REPORT, "sm_90", "xml")

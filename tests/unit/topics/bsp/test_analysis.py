@@ -1,0 +1,140 @@
+"""The run's pure maths: CPU references (Hotspot's whole-grid steps against an emulation of the
+kernel's blocks and pyramid), the whole-kernel cycles from stamp records, the model's device,
+the divisor of eq. (24) and the error."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_gpuchar.models import manybsp as mb
+from pytest_gpuchar.topics.bsp import analysis as an
+from pytest_gpuchar.topics.bsp.rows import PYRAMID, SIZES, Size
+
+
+def emulate_hotspot(temp, power, c, it=PYRAMID, bs=16):
+    """Rodinia's calculate_temp, block by block, as the CUDA source reads (tiles in shared
+    memory, the valid range, clamped neighbours, the pyramid's shrinking computed region)."""
+    rows, cols = temp.shape
+    small = bs - 2 * it
+    out = np.full_like(temp, np.nan)
+    ty, tx = np.mgrid[0:bs, 0:bs]
+    for by in range(math.ceil(rows / small)):
+        for bx in range(math.ceil(cols / small)):
+            y0, x0 = small * by - it, small * bx - it
+            y, x = y0 + ty, x0 + tx
+            inside = (y >= 0) & (y < rows) & (x >= 0) & (x < cols)
+            t = np.where(inside, temp[y.clip(0, rows - 1), x.clip(0, cols - 1)], np.nan)
+            p = np.where(inside, power[y.clip(0, rows - 1), x.clip(0, cols - 1)], np.nan)
+            t, p = t.astype(np.float32), p.astype(np.float32)
+            ymin, xmin = max(0, -y0), max(0, -x0)
+            ymax = bs - 1 - (y0 + bs - rows) if y0 + bs - 1 > rows - 1 else bs - 1
+            xmax = bs - 1 - (x0 + bs - cols) if x0 + bs - 1 > cols - 1 else bs - 1
+            n, s = np.maximum(ty - 1, ymin), np.minimum(ty + 1, ymax)
+            w, e = np.maximum(tx - 1, xmin), np.minimum(tx + 1, xmax)
+            for i in range(it):
+                computed = ((tx >= i + 1) & (tx <= bs - i - 2) & (ty >= i + 1) & (ty <= bs - i - 2)
+                            & (tx >= xmin) & (tx <= xmax) & (ty >= ymin) & (ty <= ymax))
+                new = an.hotspot_cell(t, p, t[n, tx], t[s, tx], t[ty, e], t[ty, w], c)
+                if i == it - 1:
+                    break
+                t = np.where(computed, new, t)
+            out[y[computed], x[computed]] = new[computed]
+    return out
+
+
+@pytest.mark.parametrize("shape", [(40, 37), (16, 16), (25, 61)])
+def test_hotspot_reference_is_the_kernels_pyramid(shape):
+    """The global two-step stencil with clamped edges equals what the blocks compute (the
+    pyramid's halo makes each small tile exact), every cell written once."""
+    gen = np.random.default_rng(1)
+    inp = an.hotspot_inputs(*shape, gen)
+    ref = an.hotspot_reference(inp["temp"], inp["power"], inp["coeffs"])
+    got = emulate_hotspot(inp["temp"], inp["power"], inp["coeffs"])
+    assert not np.isnan(got).any()
+    np.testing.assert_array_equal(got, ref)
+    assert np.abs(ref - inp["temp"]).max() > 0.01        # the step does something
+
+
+def test_hotspot_coefficients_of_rodinia():
+    c = an.HotspotCoeffs.of(512, 512)
+    assert float(c.ry) == pytest.approx(10.0) and float(c.rx) == pytest.approx(10.0)
+    assert float(c.step) / float(c.cap) == pytest.approx(0.3413, rel=1e-3)
+
+
+def test_knn_and_mm_references():
+    gen = np.random.default_rng(2)
+    inp = an.knn_inputs(1000, gen)
+    ref = an.knn_reference(inp["locations"], inp["lat"], inp["lng"])
+    exact = np.hypot(30.0 - inp["locations"][:, 0].astype(float),
+                     90.0 - inp["locations"][:, 1].astype(float))
+    assert np.allclose(ref, exact, rtol=1e-6) and ref.dtype == np.float32
+    m = an.mm_inputs(64, 96, 32, gen)
+    c = (m["A"].astype(np.float64) @ m["B"]).astype(np.float32)
+    rows = np.arange(64)
+    assert an.mm_mismatch(m["A"], m["B"], c, rows) == 0
+    c[5, 7] += 0.01
+    assert an.mm_mismatch(m["A"], m["B"], c, rows) == 1
+
+
+def test_inputs_are_the_same_every_run():
+    s = SIZES[3]
+    a = an.knn_inputs(s.dims[0], an.rng(s))["locations"]
+    b = an.knn_inputs(s.dims[0], an.rng(s))["locations"]
+    assert np.array_equal(a, b)
+
+
+def records(spans: dict[int, list[tuple[int, int]]], gt0=1000, gt1=5000) -> np.ndarray:
+    """Stamp records: smid -> [(t0, t1)] per warp."""
+    rows = [(t0, t1, sm, gt0, gt1) for sm, ws in spans.items() for t0, t1 in ws]
+    return np.array(rows, dtype=np.uint64)
+
+
+def test_launch_span_per_sm():
+    rec = records({0: [(100, 900), (150, 1100)], 3: [(5000, 5400), (5100, 5350)],
+                   7: [(10, 2010)]})
+    s = an.launch_span(rec)
+    assert (s.cycles, s.median, s.sms, s.warps) == (2000.0, 1000.0, 3, (1, 2))
+    assert s.globaltimer_ns == 4000 and s.unwritten == 0
+    rec = np.vstack([rec, np.zeros((2, 5), np.uint64)])
+    assert an.launch_span(rec).unwritten == 2 and an.launch_span(rec).cycles == 2000.0
+
+
+def test_kernel_cycles_median_and_stability():
+    spans = [an.Span(c, c, 132, (8, 8), 0.0, 0) for c in (1000.0, 1010.0, 990.0)]
+    k = an.kernel_cycles(spans)
+    assert (k.value, k.spread, k.unstable) == (1000.0, 20.0, "")
+    spans.append(an.Span(2000.0, 0, 132, (8, 8), 0.0, 0))
+    assert "vary" in an.kernel_cycles(spans).unstable
+
+
+def test_divisor_inverts_eq24():
+    dev = mb.Device("toy", n_sm=4, n_ws=4, g=(30.0, 200.0, 400.0), warp_lnch_ovh=2,
+                    block_lnch_ovh=300, mu=3.0)
+    launch = mb.Launch(n_b=64, n_t=256, l_c=20, l_m=2)
+    block = mb.Block((mb.Superstep(1, 5, comp=500, comm=2000),), tail_comm=1000)
+    p = mb.predict(dev, launch, block)
+    assert an.divisor(p, dev, launch, p.cycles) == pytest.approx(3.0)
+    assert an.divisor(p, dev, launch, 2 * p.cycles) < 3.0
+    assert math.isnan(an.divisor(p, dev, launch, 10.0))
+    assert an.error_ratio(100.0, 95.0) == 0.05 and math.isnan(an.error_ratio(0.0, 1.0))
+
+
+def test_bar_overhead_by_block_size():
+    params = {"parameters": {"bar_sync_ovh_256": {"value": 28.6},
+                             "bar_sync_ovh_1024": {"value": 76.6}}}
+    assert an.bar_overhead(params, 256) == 28.6 and an.bar_overhead(params, 1024) == 76.6
+    params["parameters"]["bar_sync_ovh_256"] = {"value": None, "reason": "not measured"}
+    with pytest.raises(ValueError, match="bar_sync_ovh_256"):
+        an.bar_overhead(params, 256)
+
+
+def test_sizes_geometry():
+    by = {s.id: s for s in SIZES}
+    assert by["hotspot-512x512"].n_b == 1849 and by["hotspot-512x512"].grid == (43, 43)
+    assert by["knn-42764"].n_b == 168 and by["mm-320x320x640"].n_b == 200
+    assert by["mm-320x320x640"].grid == (20, 10) and by["mm-320x320x640"].n_t == 1024
+    assert [s.seed for s in SIZES].count(True) == 3
+    assert by["knn-16777216"].footprint() > 60 * 2 ** 20 > by["knn-1048576"].footprint()
+    assert Size(by["mm-1024x1024x1024"].app, (64, 64, 64)).grid == (2, 2)
