@@ -3,37 +3,13 @@ measured run's JSON report (atomic; every other entry and arch untouched)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..core import archs
 from ..results.expectations import (ExpectationError, Store, atomic_write, load_file,
                                     update_arch)
-
-
-class ResultsError(ValueError):
-    """A results file that cannot be used: the message names the file and the problem."""
-
-
-def read_results(path: Path) -> list[dict]:
-    """The `results` list of a gpuchar-results.json (or nightly.json) report."""
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise ResultsError(f"{path}: cannot read: {e.strerror or e}") from None
-    if not text.strip():
-        raise ResultsError(f"{path}: empty file, not a gpuchar results report")
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{path}:{e.lineno}: not valid JSON ({e.msg}); truncated?") from None
-    results = doc.get("results") if isinstance(doc, dict) else doc
-    if not isinstance(results, list) or not all(
-            isinstance(r, dict) and "key" in r and "arch" in r for r in results):
-        raise ResultsError(f"{path}: not a gpuchar results report (expected an object with a "
-                           f"'results' list of {{key, arch, value, status, ...}})")
-    return results
+from ..results.files import ResultsError, read_results
 
 
 def _check(store: Store, files: list[Path]) -> int:

@@ -7,13 +7,13 @@ trace-driven mode; models/accelsim.py)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..core import archs
 from ..models import accelsim
 from ..results.expectations import atomic_write
+from ..results.files import ResultsError, read_report
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--arch: {e}", file=sys.stderr)
         return 2
     try:
-        report = json.loads(args.results.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        print(f"{args.results}: cannot read the report: {e}", file=sys.stderr)
+        report = read_report(args.results)
+    except ResultsError as e:
+        print(e, file=sys.stderr)
         return 2
     text = render(report, arch, args.fmt)
     if args.output:

@@ -44,6 +44,7 @@ from pathlib import Path
 from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, compare,
                                failure_changes, junit_failures, number, repeatability,
                                repeatability_lines, verdict)
+from ..results.files import ResultsError, read_report, read_results
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -211,13 +212,6 @@ def _write(path: Path, text: str) -> None:
     atomic_write(path, text)
 
 
-def read_json(path: Path) -> dict:
-    """A JSON report, plain or gzip-compressed (.gz)."""
-    import gzip
-    raw = path.read_bytes()
-    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-
-
 def device_slug(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3': a device's directory name."""
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
@@ -279,7 +273,11 @@ def run(args) -> int:
     previous_changes: list[dict] = []
     previous_failures: list[dict] = []
     if prev_path is not None:
-        prev_doc = read_json(prev_path)
+        try:
+            prev_doc = read_report(prev_path)
+        except ResultsError as e:
+            print(f"gpuchar-nightly: --previous: {e}", file=sys.stderr)
+            return EXIT_BROKEN
         # a nightly.json carries the run's results; a plain gpuchar-results.json too
         previous = prev_doc.get("results") if "results" in prev_doc else None
         previous_changes = prev_doc.get("changes", [])
@@ -354,10 +352,16 @@ def main(argv: list[str] | None = None) -> int:
                          f"(default {NOISE_REL})")
     args = ap.parse_args(argv)
     args.pytest_args = extra
-    if args.repeatability:
-        runs = [json.loads(Path(p).read_text())["results"] for p in args.repeatability]
-        print("\n".join(repeatability_lines(repeatability(*runs))))
-        return 0
+    try:
+        if args.repeatability:
+            runs = [read_results(Path(p)) for p in args.repeatability]
+            print("\n".join(repeatability_lines(repeatability(*runs))))
+            return 0
+        if args.previous:     # a bad --previous is named before the night runs, not after
+            read_results(Path(args.previous))
+    except ResultsError as e:
+        print(f"gpuchar-nightly: {e}", file=sys.stderr)
+        return 2
     return run(args)
 
 

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from pytest_gpuchar.cli import nightly as n
+from pytest_gpuchar.results.files import read_report
 from pytest_gpuchar.results import changes as ch
 
 
@@ -175,10 +176,12 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     # a failing test -> regression
     _suite(tmp_path, 10.0, ok=False)
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION
-    # a missing previous file is an error, not a silent first run
-    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == ch.EXIT_BROKEN
+    # a missing previous file is a usage error named before the night runs, not a silent
+    # first run
+    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == 2
     out = capsys.readouterr()
-    assert "regressions" in out.out and "no such file" in out.err
+    assert "regressions" in out.out and "nope.json: cannot read" in out.err
+    assert not (tmp_path / "n5").exists()
 
 
 def test_known_failures_are_notes_not_regressions():
@@ -257,6 +260,15 @@ def test_the_committed_baseline_of_the_device_is_found(tmp_path):
     (d / "gpuchar-results.json.gz").write_bytes(gzip.compress(b'{"results": []}'))
     dev = {"device": "NVIDIA H100 80GB HBM3", "arch": "sm_90"}
     path = n.baseline_for(dev, tmp_path)
-    assert path == d / "gpuchar-results.json.gz" and n.read_json(path) == {"results": []}
+    assert path == d / "gpuchar-results.json.gz" and read_report(path) == {"results": []}
     assert n.baseline_for({"device": "NVIDIA H200", "arch": "sm_90"}, tmp_path) is None
     assert n.baseline_for({"no_gpu": "x"}, tmp_path) is None
+
+
+@pytest.mark.parametrize("content", [b"", b"{not json", b"\x1f\x8b\x08truncated", b"[1, 2]"])
+def test_a_bad_previous_is_one_clear_error_before_the_night_runs(tmp_path, capsys, content):
+    bad = tmp_path / "prev.json"
+    bad.write_bytes(content)
+    assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and not (tmp_path / "out").exists()
