@@ -186,6 +186,8 @@ def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
         return None
     if isinstance(val, bool) or not isinstance(val, (int, float)):
         raise _err(path, node, key, f"expected a number, got {val!r}")
+    if not math.isfinite(val):
+        raise _err(path, node, key, f"expected a finite number, got {val!r}")
     return float(val)
 
 
@@ -490,6 +492,11 @@ def is_spec_bar(key: str) -> bool:
     return any(b in key or key.endswith(b.lstrip(".")) for b in SPEC_BARS)
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
 def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float = 0.05) -> dict:
     """The expectation entry a measured result becomes: an existing entry keeps its tolerance
     and note; a new one takes the tolerance its test proposed (data.tolerance: a bool or an
@@ -537,7 +544,7 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
                   or {})
     entries: dict[str, dict] = {}
     for r in results:
-        if r.get("arch") != path.stem or r.get("value") is None or r.get("status") in (
+        if r.get("arch") != path.stem or not _finite(r.get("value")) or r.get("status") in (
                 "invalid", "unstable", "error") or is_spec_bar(r.get("key", "")):
             continue
         if keys and r["key"] not in keys:

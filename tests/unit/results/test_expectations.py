@@ -542,3 +542,21 @@ def test_an_oversized_file_is_refused_before_parsing(tmp_path, monkeypatch):
     monkeypatch.setattr(E, "MAX_FILE_BYTES", 10)
     with pytest.raises(ExpectationError, match=r"sm_80.yaml:0: \(file\): .* MiB limit"):
         E.load_file(path)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_update_never_writes_a_non_finite_value(tmp_path, bad):
+    path = tmp_path / "sm_80.yaml"
+    E.update_from_results(path, [result("latency.add.u32", 4.0)])
+    before = path.read_text()
+    written = E.update_from_results(path, [result("latency.add.u32", bad),
+                                           result("latency.mul.u32", bad)])
+    assert written == [] and path.read_text() == before
+
+
+def test_a_nan_value_in_a_file_is_one_clear_error(tmp_path):
+    path = tmp_path / "sm_90.yaml"
+    path.write_text("schema: 1\narch: sm_90\ncharacteristics:\n"
+                    "  latency.add.u32: {value: .nan, unit: cycles}\n")
+    with pytest.raises(E.ExpectationError, match=r"sm_90.yaml.*latency.add.u32.value.*finite"):
+        E.load_file(path)
