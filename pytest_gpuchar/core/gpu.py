@@ -25,6 +25,35 @@ class ProbeHang(RuntimeError):
     """A probe kernel did not finish within the watchdog's limit; the GPU may be wedged."""
 
 
+class ProbeFault(ProbeHang):
+    """A probe kernel stopped the stream with a CUDA error (illegal address, illegal
+    instruction, ...): the context is lost, so the GPU is wedged as after a hang."""
+
+
+NOT_READY = 600   # cudaErrorNotReady: the event's work is still running
+
+
+def event_status(event) -> int:
+    """0 once the event's work is done, NOT_READY while it runs, else the CUDA error the
+    stream hit (a fault must not read as 'still running' until the watchdog fires)."""
+    ptr = getattr(event, "ptr", None)
+    if ptr is None:                       # a stand-in without a CUDA event
+        return 0 if event.done else NOT_READY
+    import cupy as cp
+    try:
+        return int(cp.cuda.runtime.eventQuery(ptr))
+    except cp.cuda.runtime.CUDARuntimeError as e:
+        return int(e.status)
+
+
+def _error_name(status: int) -> str:
+    try:
+        import cupy as cp
+        return cp.cuda.runtime.getErrorName(status)
+    except Exception:    # no CuPy, or a code it does not know
+        return "unknown"
+
+
 class GPUWedged(RuntimeError):
     """An earlier probe hung: nothing more is launched in this session."""
 
@@ -73,7 +102,12 @@ class Gpu:
     def poll(self, event, name: str, timeout_s: float | None = None) -> None:
         limit = self.watchdog_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + limit
-        while not event.done:
+        while (status := event_status(event)) != 0:
+            if status != NOT_READY:
+                self.wedged = name
+                raise ProbeFault(f"probe {name} faulted: CUDA error {status} "
+                                 f"({_error_name(status)}); the context is lost, remaining "
+                                 f"hardware tests are skipped")
             if time.monotonic() > deadline:
                 self.wedged = name
                 raise ProbeHang(f"watchdog: probe {name} did not finish within {limit:g} s; the "

@@ -24,3 +24,22 @@ def test_each_session_has_its_own_wedged_state():
     a, b = g.Gpu(None, g.JitCache()), g.Gpu(None, g.JitCache())
     a.wedged = "x"
     assert b.wedged is None
+
+
+class _Faulted:
+    """A stand-in event whose stream hit an illegal address."""
+    ptr = None
+    done = False
+
+
+def test_a_fault_is_reported_at_once_not_as_a_hang(monkeypatch):
+    monkeypatch.setattr(g, "event_status", lambda event: 700)
+    gpu = g.Gpu(dev=None, jit=g.JitCache(), watchdog_s=30.0)
+    with pytest.raises(g.ProbeFault, match=r"probe movement/x faulted: CUDA error 700"):
+        gpu.poll(_Faulted(), "movement/x")
+    assert gpu.wedged == "movement/x"
+
+
+def test_event_status_of_a_stand_in():
+    assert g.event_status(_NeverDone()) == g.NOT_READY
+    assert g.event_status(type("Done", (), {"done": True})()) == 0
