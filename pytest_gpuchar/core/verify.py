@@ -46,6 +46,8 @@ class Intent:
         text = f"{self.count} x [{' + '.join(self.unit)}]"
         if any(u.startswith("~") for u in self.unit):
             text += " (~: link, absent after the last op)"
+        if any(u.startswith("?") for u in self.unit):
+            text += " (?: with every op or with none, as the compiler chooses)"
         return text
 
 
@@ -75,8 +77,11 @@ def check_exact(region: list[Instr], unit: tuple[str, ...], count: int) -> str |
     A unit pattern written ``~PAT`` is the link between one op and the next (e.g. the
     zero-extension a 16-bit result needs before it feeds the next op): it must appear
     `count` or `count - 1` times, since the last op's result needs no link inside the region.
+    A pattern written ``?PAT`` is an instruction one compiler emits with every op and another
+    never (e.g. the driver JIT's MEMBAR.ALL.CTA ahead of a release's MEMBAR.ALL.GPU): it must
+    appear `count` times or not at all, never in some copies only.
     """
-    pats = [p.lstrip("~") for p in unit]
+    pats = [p.lstrip("~?") for p in unit]
     need = [count] * len(unit)
     extra = []
     for ins in region:
@@ -89,7 +94,8 @@ def check_exact(region: list[Instr], unit: tuple[str, ...], count: int) -> str |
     if extra:
         return (f"unexpected instructions in the timed region: "
                 f"{dict(Counter(extra))}")
-    need = [0 if unit[k].startswith("~") and need[k] <= 1 else need[k]
+    need = [0 if (unit[k].startswith("~") and need[k] <= 1)
+            or (unit[k].startswith("?") and need[k] == count) else need[k]
             for k in range(len(unit))]
     if any(need):
         short = {pats[k]: count - need[k] for k in range(len(unit)) if need[k]}

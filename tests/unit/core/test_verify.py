@@ -163,3 +163,29 @@ def test_a_shallow_chain_is_invalid_even_when_the_opcodes_match():
     with pytest.raises(verify.ProbeInvalid, match="dependence depth is 2"):
         verify.verify("latency/and.b32", {4: tree, 8: tree + tree},
                       lambda n: verify.Intent(n, ("LOP3.LUT",), min_depth=n))
+
+
+BARRIER = ("?MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU", "UCGABAR_ARV")
+
+
+def barriers(n: int, cta: int) -> list:
+    """n release-arrives, the first `cta` of them with the JIT's MEMBAR.ALL.CTA ahead."""
+    out = []
+    for k in range(n):
+        out += (["MEMBAR.ALL.CTA"] if k < cta else []) + ["MEMBAR.ALL.GPU", "UCGABAR_ARV"]
+    return instrs(*out)
+
+
+@pytest.mark.parametrize("cta", [0, 3])
+def test_optional_pattern_with_every_op_or_none(cta):
+    assert verify.check_exact(barriers(3, cta), BARRIER, 3) is None
+
+
+def test_optional_pattern_in_some_copies_only_is_invalid():
+    why = verify.check_exact(barriers(3, 2), BARRIER, 3)
+    assert why is not None and "MEMBAR.ALL.CTA" in why
+
+
+def test_optional_pattern_never_excuses_a_missing_required_one():
+    region = instrs(*["MEMBAR.ALL.CTA", "UCGABAR_ARV"] * 3)
+    assert "MEMBAR.ALL.GPU" in verify.check_exact(region, BARRIER, 3)
