@@ -9,6 +9,8 @@ from pytest_gpuchar.topics.movement import chases, rows, run
 
 pytestmark = pytest.mark.topic("movement")
 ROWS = [pytest.param(k, id=k.value) for k in rows.ASYNC_ROWS]
+HW_ROWS = [pytest.param(k, id=k.value, marks=[pytest.mark.skip(reason=rows.ASYNC_FAULTS[k])]
+                        if k in rows.ASYNC_FAULTS else []) for k in rows.ASYNC_ROWS]
 
 
 @pytest.mark.static
@@ -18,6 +20,6 @@ def test_async_probe_sass(arch, kind, offline_tools, static_check):
 
 
 @pytest.mark.hardware
-@pytest.mark.parametrize("kind", ROWS)
+@pytest.mark.parametrize("kind", HW_ROWS)
 def test_async_latency(arch, kind, gpu, gpuchar, hardware_row):
     hardware_row(run.async_row(gpuchar, kind, arch))

@@ -13,7 +13,7 @@ from ...core.fit import fit
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
-from .rows import (BARRIER_LENGTHS, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM, LAUNCH_WAVES, LINE,
+from .rows import (BARRIER_TOL, LATENCY_TOL, BARRIER_LENGTHS, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM, LAUNCH_WAVES, LINE,
                    MAPA_LENGTHS, SHARED_REGION, DsmRow, Sync, SyncRow)
 from .state import ChainError, MovementGpu
 
@@ -101,7 +101,7 @@ def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
     method = METHOD_DSM.format(op=DSM_OPS[row.flavour.value], c=c, n_slots=DSM_SLOTS,
                                lengths=list(DSM_LENGTHS), reps=s.repeats, last=c - 1)
     data = {"by_rank_offset": figs.by_offset, "matrix_cta_by_offset": figs.matrix, "sms": sms,
-            "sass_unit": s.unit(probe), "tolerance": {"abs": 1.0, "rel": 0.01}}
+            "sass_unit": s.unit(probe), "tolerance": dict(LATENCY_TOL)}
     key = f"movement.dsm.latency.{row.flavour.value}.c{c}"
     return Measured(Measurement.of_fit(f"{key}.local", figs.local, "cycles", method=method,
                                        data=dict(data)),
@@ -180,7 +180,7 @@ def sync(session: "GpuCharSession", row: SyncRow, arch: str) -> Measured:
         method=METHOD_SYNC.format(lengths=list(lengths), what=SYNC_WHAT[row.kind], c=c,
                                   threads=threads, reps=s.repeats),
         data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": {"abs": 1.0, "rel": 0.01}}), sass=s.sass(probe))
+              "tolerance": dict(BARRIER_TOL)}), sass=s.sass(probe))
 
 
 # --- launches ------------------------------------------------------------------------------------

@@ -40,7 +40,11 @@ def load_common() -> list[str]:
 
 def record_lines(slot_bytes: int, fields: list[tuple[str, str, int]]) -> list[str]:
     """Store one record per (CTA, pass) at out + (cta * iters + it) * slot_bytes: fields are
-    (ptx type, register, byte offset)."""
+    (ptx type, register, byte offset). %v, %a64 and %rec are overwritten first, so no field
+    may be one of them."""
+    clobbered = [reg for _, reg, _ in fields if reg in ("%v", "%a64", "%rec")]
+    if clobbered:
+        raise ValueError(f"record_lines: {clobbered} would be stored after being overwritten")
     return ["mad.lo.u32 %v, %cta, %iters, %it;", f"mul.wide.u32 %a64, %v, {slot_bytes};",
             "add.u64 %rec, %out, %a64;",
             *[f"st.global.{t} [%rec+{off}], {reg};" for t, reg, off in fields]]
@@ -165,8 +169,9 @@ def sync_probe(kind: Sync, arch: str) -> Probe:
                       lambda e, n: (mapa_kernel(e, n), n), unit=("PRMT",), chained=True)
     relaxed = kind is Sync.BARRIER_RELAXED
     unit = ("UCGABAR_ARV", "UCGABAR_WAIT", "CCTL.IVALL")
-    if not relaxed:   # the release of the default arrive: a GPU-scope memory barrier
-        unit = ("MEMBAR.ALL.GPU", "ERRBAR", "CGAERRBAR", *unit)
+    if not relaxed:   # the release of the default arrive: a GPU-scope memory barrier (the
+        # driver JIT of CUDA 13.0 puts a MEMBAR.ALL.CTA ahead of it, ptxas 13.5 does not)
+        unit = ("?MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU", "ERRBAR", "CGAERRBAR", *unit)
     return make_probe(MovementProbe, f"movement/cluster/{kind.value}", arch, BARRIER_LENGTHS,
                   lambda e, n: (barrier_kernel(e, n, relaxed), n), unit=unit)
 
@@ -329,8 +334,9 @@ def multicast_kernel(entry: str, n: int, multicast: bool) -> str:
                "fence.mbarrier_init.release.cluster;", "barrier.cluster.arrive;",
                "barrier.cluster.wait;", "add.u64 %p, %base, %start;"],
         body=[line for k in range(n) for line in step(k)],
-        after=["sub.s64 %dt, %t1, %t0;", "sub.u64 %a64, %p, %base;", "mov.u32 %sm, %smid;",
-               *record_lines(RECORD, [("u64", "%dt", 0), ("u64", "%a64", 8), ("u32", "%sm", 16),
+        after=["sub.s64 %dt, %t1, %t0;", "sub.u64 %o64, %p, %base;", "mov.u32 %sm, %smid;",
+               # not %a64: record_lines computes the record's address in it
+               *record_lines(RECORD, [("u64", "%dt", 0), ("u64", "%o64", 8), ("u32", "%sm", 16),
                                  ("u32", "%rank", 20)])],
         passes=True).render()
 

@@ -294,3 +294,24 @@ LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the
 DRAM_REPEATS = 15        # device-memory chains: every load a different line, more launches
 DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter this much (the
                          # memory topic's device-memory rows on H200); the median is judged
+
+
+# Tolerances recorded with the latency figures. Three H200 boards lent one after another read
+# the cluster, DSM, cp.async, TMA and L2 latencies 2-4% apart (cluster barrier 314-332
+# cycles, loaded latency 6%), while each board repeated itself within 1%: the expectations
+# hold for a fleet, so they take the spread between boards.
+LATENCY_TOL = {"abs": 2.0, "rel": 0.04}
+BARRIER_TOL = {"abs": 2.0, "rel": 0.07}
+LOADED_TOL = {"abs": 5.0, "rel": 0.1}
+DRAM_TOL = {"abs": 2.0, "rel": 0.05}
+
+# Rows whose kernels stop the GPU: measured, they would take every later hardware test with
+# them, so their hardware test is skipped with this reason (the static SASS check still runs).
+# On H200 (driver 580.159.04) both wait chains end their launch with CUDA error 719 (launch
+# failure) while the arrive-only row runs; the cause is not found yet (docs/movement.md).
+ASYNC_FAULTS = {
+    Async.TEST_WAIT: "faults on H200 (CUDA error 719, driver 580.159.04): arrive -> test_wait "
+                     "chains stop the launch; cause open (docs/movement.md)",
+    Async.TRY_WAIT: "faults on H200 (CUDA error 719, driver 580.159.04): arrive -> try_wait "
+                    "chains stop the launch; cause open (docs/movement.md)",
+}

@@ -13,7 +13,7 @@ from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
-from .rows import (ASYNC_LENGTHS, DRAM_REPEATS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
+from .rows import (DRAM_TOL, LATENCY_TOL, ASYNC_LENGTHS, DRAM_REPEATS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_BLOCKS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from .state import ChainError, MovementGpu, passes
@@ -142,7 +142,7 @@ def tma_latency(session: "GpuCharSession", row: TmaRow, arch: str) -> Measured:
         method=METHOD_TMA.format(what=WHAT[row.mechanism], lengths=list(TMA_LENGTHS),
                                  reps=reps, where=WHERE[row.level]),
         data={"cycles": cycles, "sass_unit": s.unit(probe), "bytes": TMA_BYTES,
-              "tolerance": {"abs": 1.0, "rel": 0.05 if row.level is Level.DRAM else 0.01}}),
+              "tolerance": dict(DRAM_TOL if row.level is Level.DRAM else LATENCY_TOL)}),
         sass=s.sass(probe))
 
 
@@ -173,8 +173,10 @@ def _measure_multicast(s: MovementGpu, row: MulticastRow):
     for n, r, end in want:
         got = host[n][r, :, 1, 1]
         if not (got == end).all():
+            raw = [[hex(int(w)) for w in rec] for rec in host[n][r].reshape(-1, 4)]
             raise ChainError(f"{name}: launch {r} of length {n}: CTAs ended at "
-                             f"{[hex(int(v)) for v in got]}, the host's walk at {end:#x}")
+                             f"{[hex(int(v)) for v in got]}, the host's walk at {end:#x} "
+                             f"(records per CTA and pass, words dt/end/sm|rank/-: {raw})")
     cycles = {n: [int(v) for v in host[n][1:, 0, 1, 0]] for n in MULTICAST_LENGTHS}
     return fit(cycles, {n: n for n in MULTICAST_LENGTHS}), cycles, probe
 
@@ -195,7 +197,7 @@ def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measur
                f"{list(MULTICAST_LENGTHS)} rounds of CTA 0's %clock64 cycles, median of "
                f"{s.repeats} launches; blocks L2-resident",
         data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": {"abs": 1.0, "rel": 0.01}}), sass=s.sass(probe))
+              "tolerance": dict(LATENCY_TOL)}), sass=s.sass(probe))
 
 
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
@@ -289,4 +291,4 @@ def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
         method=f"{ASYNC_METHOD[kind]}; slope of %clock64 cycles over {list(lengths)} steps, "
                f"one thread, second pass, median of {s.repeats} launches after a warm-up",
         data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": {"abs": 1.0, "rel": 0.01}}), sass=s.sass(probe))
+              "tolerance": dict(LATENCY_TOL)}), sass=s.sass(probe))
