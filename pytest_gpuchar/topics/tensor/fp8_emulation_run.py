@@ -135,9 +135,13 @@ def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured
                    "enters only the 4 FADD; the HMMAs of consecutive ops are independent); "
                    + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
     grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
-    if top is None:
-        out.append(_figure(f"{r.key}.throughput", float("nan"), 0.0, "no stable point",
-                           "flop/clk/SM", method, {"grid": grid}))
+    if top is None:   # reported, flagged: the best point, with why none could be trusted
+        best = max(run.points, key=lambda p: p.throughput)
+        why = "; ".join(sorted({p.why for p in run.points if p.why})) or "no stable point"
+        out.append(_figure(f"{r.key}.throughput", best.throughput, best.spread,
+                           f"no stable point ({why})", "flop/clk/SM",
+                           f"best point: {best.warps} warps, ILP {best.ilp}; " + method,
+                           {"grid": grid, "skipped": run.skipped}))
         return Measured(*out, sass=run.sass)
     where = f"best stable point: {top.warps} warps, ILP {top.ilp}"
     out += [_figure(f"{r.key}.throughput", top.throughput, top.spread, "", "flop/clk/SM",

@@ -27,8 +27,8 @@ from ...core.ptx import InputSlot
 from ...core.verify import ProbeInvalid, matches
 from . import operands
 from .analysis import SweepPoint, fit_point, plan_trips
-from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_STEPS, WGMMA_SWEEP, Kind,
-                   TensorRow, WgmmaRow)
+from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_SPAN_PER_WARP, WGMMA_STEPS,
+                   WGMMA_SWEEP, Kind, TensorRow, WgmmaRow)
 
 WARP = 32
 WARPGROUP = 128
@@ -274,7 +274,8 @@ class WgmmaProbe(TensorProbe):
             return WGMMA_LAT_TRIPS
         groups = threads // WARPGROUP
         return plan_trips(warps=threads // WARP, work_per_step=self.row.work * self.ilp * groups,
-                          rate_bound=self.row.peak, steps=self.steps)
+                          rate_bound=self.row.peak, steps=self.steps,
+                          span_per_warp=WGMMA_SPAN_PER_WARP)
 
     def fill(self, rng: np.random.Generator) -> np.ndarray:
         # drawn and dropped as for every probe (the same random stream as ever)

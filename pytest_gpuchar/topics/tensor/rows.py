@@ -25,11 +25,19 @@ SCHEDULERS = 4                  # warp schedulers (SM sub-partitions) per SM, sm
 # dependent steps of every ILP chain, timed at three trip counts (TRIP_RATIOS x a base count
 # sized per point): the warps' start skew after bar.sync (120-270 cycles at 8 warps on H200)
 # is then a fixed cost far below 1% of the span instead of a bias on short unrolled chains.
-STEPS = 8
+# The loop's control and back edge cost once per trip: on H200 with 8 steps per trip that was
+# about 18 cycles per trip (ILP-1 latency 26.2 against the chain's 24 cycles), which held the
+# 4-warp throughput 6-9% under the unrolled chains' figure; 32 steps per trip cut it to a
+# quarter.
+STEPS = 32
 TRIP_RATIOS = (1, 2, 3)
 MIN_TRIPS = 2                   # the base trip count's floor
 SPAN_PER_WARP = 5000            # cycles: the longest span's floor is this x warps (8 warps:
                                 # 40000, so a start skew up to 400 cycles stays under 1%)
+# wgmma with several warpgroups: the warpgroups start up to ~1000 cycles apart (H200,
+# m64n64k16, 2 warpgroups: 1015-1045 cycles, 4.9% of a 21000-cycle span), so their spans are
+# planned four times longer
+WGMMA_SPAN_PER_WARP = 4 * SPAN_PER_WARP
 STEP_FLOOR = 12                 # cycles: no chain step of any row is faster (H200: 14)
 SKEW_SHARE_MAX = 0.01           # start skew / longest per-SM span: above it, unstable
 WMMA_ILPS = (1, 4)              # wmma: completion latency (ILP 1) and issue rate (ILP 4), 1 warp

@@ -10,7 +10,7 @@ from pytest_gpuchar.topics.tensor.probes import LdmatrixProbe, TensorProbe, Wgmm
 def test_sweep_probe_shape():
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_80", 3)
     assert sorted(p.entries) == [rows.STEPS] and p.ops == {rows.STEPS: 3 * rows.STEPS}
-    assert p.intent(rows.STEPS).count == 24 and not p.guarded
+    assert p.intent(rows.STEPS).count == 3 * rows.STEPS and not p.guarded   # 1 HMMA per op
     # A (4) + B (2) shared, one 4-register accumulator per chain
     assert len(p.slots) == 4 + 2 + 3 * 4
     assert p.kernels.count("mma.sync.aligned.m16n8k16") == 3 * rows.STEPS

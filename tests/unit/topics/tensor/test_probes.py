@@ -34,11 +34,15 @@ def _function(name: str, body: list[str], *, before: list[str] = (), after: list
 
 
 def _hmma_loop(p, chains: int, depth_ok: bool = True, filler: bool = True) -> list[str]:
+    """p.steps steps of `chains` HMMA chains (one accumulator each), a never-executed filler
+    after each step. Not depth_ok: every HMMA adds to a register the loop never writes (the
+    chains cut into single steps, depth 1 whatever p.steps is)."""
     body = []
-    for step in range(p.steps):
+    for _ in range(p.steps):
         for c in range(chains):
-            acc = 100 + 4 * c if depth_ok else 100 + 4 * (step * chains + c)
-            body.append(f"HMMA.16816.F32 R{acc}, R20, R24, R{acc}")
+            acc = 100 + 4 * c
+            src = acc if depth_ok else 28 + 4 * c
+            body.append(f"HMMA.16816.F32 R{acc}, R20, R24, R{src}")
         if filler:
             body.append("@!UPT UIADD3 URZ, URZ, URZ, URZ")
     return body
@@ -50,20 +54,29 @@ def test_loop_verification_accounts_the_loop_control():
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 2)
     v = p.check({p.entries[p.steps]: _function("k", _hmma_loop(p, 2))})
     assert v.unit == {"HMMA.16816.F32": 1.0}
-    assert v.loops == {p.steps: {"tensor_per_trip": 16, "loop_control": {
-        "UIADD3": 1, "ISETP.NE.U32.AND": 1, "BRA": 1}, "body_instructions": 19}}
-    assert v.accounting() == {"8": v.loops[p.steps]}
+    per_trip = 2 * p.steps                  # steps x ILP 2, one HMMA per mma.sync
+    assert v.loops == {p.steps: {"tensor_per_trip": per_trip, "loop_control": {
+        "UIADD3": 1, "ISETP.NE.U32.AND": 1, "BRA": 1}, "body_instructions": per_trip + 3}}
+    assert v.accounting() == {str(p.steps): v.loops[p.steps]}
 
 
+# `why` is a function of the probe: the counts follow its steps (rows.STEPS); the depth of 3
+# is the loop control's own chain (UIADD3 -> ISETP -> BRA)
 @pytest.mark.parametrize("body, before, why", [
-    (lambda p: _hmma_loop(p, 2)[:-2], [], "wanted 16 of each"),
-    (lambda p: _hmma_loop(p, 2) + ["STG.E [R2.64], R4"], [], "other instructions"),
-    (lambda p: _hmma_loop(p, 2)[1:], ["HMMA.16816.F32 R4, R20, R24, R4"], "wanted 16"),
-    (lambda p: _hmma_loop(p, 2, depth_ok=False), [], "depth is 3 instructions, less than the 8"),
+    pytest.param(lambda p: _hmma_loop(p, 2)[:-2], [], lambda p: f"wanted {2 * p.steps} of each",
+                 id="one-short"),
+    pytest.param(lambda p: _hmma_loop(p, 2) + ["STG.E [R2.64], R4"], [],
+                 lambda p: "other instructions", id="other-instruction"),
+    pytest.param(lambda p: _hmma_loop(p, 2)[1:], ["HMMA.16816.F32 R4, R20, R24, R4"],
+                 lambda p: f"wanted {2 * p.steps}", id="one-hoisted"),
+    pytest.param(lambda p: _hmma_loop(p, 2, depth_ok=False), [],
+                 lambda p: f"depth is 3 instructions, less than the {p.steps} chained steps",
+                 id="chains-shortened"),
 ])
 def test_loop_verification_rejects(body, before, why):
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 2)
-    with pytest.raises(ProbeInvalid, match=why):
+    assert p.steps == rows.STEPS
+    with pytest.raises(ProbeInvalid, match=why(p)):
         p.check({p.entries[p.steps]: _function("k", body(p), before=before)})
 
 

@@ -128,10 +128,11 @@ def _session(monkeypatch, ilps=(1, 2), step=None, name="f16.f32.m16n8k16"):
     row = rows.row("mma", name)
     monkeypatch.setattr(run.kernels, "hardware_probes",
                         lambda arch: [kernels.sweep_probe(row, arch, k) for k in ilps])
-    loops = {"tensor_per_trip": 8, "loop_control": {"UIADD3": 1, "ISETP.NE.U32.AND": 1,
-                                                    "BRA": 1}}
+    control = {"UIADD3": 1, "ISETP.NE.U32.AND": 1, "BRA": 1}
+    # the verdict a correct loop gets: steps x ILP x per_op tensor instructions per trip
     monkeypatch.setattr(TensorProbe, "check", lambda self, functions: TensorVerdict(
-        True, loop_control=loops["loop_control"], loops={self.steps: loops}))
+        True, loop_control=control, loops={self.steps: {
+            "tensor_per_trip": self.ops[self.steps] * self.per_op, "loop_control": control}}))
     monkeypatch.setattr(TensorProbe, "snapshot_text", lambda self, funcs: f"sass {self.name}")
     dev = types.SimpleNamespace(arch="sm_80", driver="580", index=0)
     _Kernel.launches = []
@@ -158,8 +159,9 @@ def test_sweep_on_a_fake_gpu(monkeypatch):
     assert sorted(set(done)) == list(trips) and len(done) == 3 * (run.SWEEP_MIN_REPEATS + 1)
     assert pts[(8, 1)].trips == trips and not pts[(8, 1)].unstable
     assert pts[(1, 1)].latency == pytest.approx(16.0) and not pts[(1, 1)].unstable
-    assert s.loops["mma/f16.f32.m16n8k16/ilp1"] == {"8": {"tensor_per_trip": 8, "loop_control": {
-        "UIADD3": 1, "ISETP.NE.U32.AND": 1, "BRA": 1}}}
+    assert s.loops["mma/f16.f32.m16n8k16/ilp1"] == {str(rows.STEPS): {
+        "tensor_per_trip": rows.STEPS, "loop_control": {"UIADD3": 1, "ISETP.NE.U32.AND": 1,
+                                                        "BRA": 1}}}
     m = figures.sweep_row(session, row, "sm_80")
     assert m.sass == "sass mma/f16.f32.m16n8k16/ilp1" and m.checks == []
     keys = [f.key.removeprefix(row.key + ".") for f in m.figures]
@@ -167,7 +169,7 @@ def test_sweep_on_a_fake_gpu(monkeypatch):
                     "latency_w8", "throughput_peak_w4", "throughput_peak"]
     first = m.figures[0]
     assert first.value == pytest.approx(16.0) and "1 warp" in first.method
-    assert first.data["loop"]["8"]["loop_control"]["BRA"] == 1 and first.data["trips"]
+    assert first.data["loop"][str(rows.STEPS)]["loop_control"]["BRA"] == 1 and first.data["trips"]
     peak = m.figures[-1].data
     assert peak["skew_share"]["w8_ilp1"] < rows.SKEW_SHARE_MAX
     assert peak["start_skew"]["w8_ilp1"] == 7.0 and peak["monotonic_pairs_compared"] == 3 + 1
@@ -191,7 +193,8 @@ def test_sweep_json_records_the_loops(monkeypatch):
     out = json.loads(run.sweep(session, "sm_80").dump())
     pt = out["points"]["mma/f16.f32.m16n8k16"]["w4_ilp1"]
     assert pt["steps"] == rows.STEPS and len(pt["trips"]) == 3 and "start_skew" in pt["cycles"]
-    assert out["loops"]["mma/f16.f32.m16n8k16/ilp1"]["8"]["tensor_per_trip"] == 8
+    assert out["loops"]["mma/f16.f32.m16n8k16/ilp1"][str(rows.STEPS)]["tensor_per_trip"] == \
+        rows.STEPS
 
 
 def test_wgmma_on_a_fake_gpu(monkeypatch):
