@@ -7,9 +7,13 @@
 #              at the arch level, board-dependent ones per device)
 #   night2     gpuchar-nightly against night 1 (a no-change night: exit 0 expected), the
 #              repeatability of the pair, the model parameters
+#              ($GPUCHAR_N1: night 1's folder when it ran in an earlier call)
+#   diag       pytest on $GPUCHAR_DIAG (test ids) alone, under a 150 s timeout, -x
 #   fresh      gpuchar-nightly against the committed baseline only (a fresh machine's first night)
 #   demo       pytest --snapshot-update -k add on Table II into a copy of the expectations:
 #              the diff of what it accepted
+# $GPUCHAR_EXTRA: pytest arguments added to both nights (e.g. --deselect of a probe that hangs).
+# Each night runs under timeout -s INT $GPUCHAR_NIGHT_S (480 s) so a hang still returns its logs.
 # $OUT gets at most 8 files. Usage: GPUCHAR_STEPS=night1,night2 bash tools/gpu-host/gpu_check.sh
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
@@ -35,7 +39,9 @@ for step in ${STEPS//,/ }; do
         -p no:cacheprovider -q -rs > "$LOGS/novisible.log" 2>&1
       echo "novisible: exit $? $(grep -m1 -E '^SKIPPED|skipped' "$LOGS/novisible.log" | cut -c1-150)";;
     night1)
-      nightly --out "$OUT/n1" -- --snapshot-update --gpuchar-accept-level=none > "$LOGS/n1.txt" 2>&1
+      timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest_gpuchar.cli.nightly --out "$OUT/n1" -- \
+        --snapshot-update --gpuchar-accept-level=none --durations=30 ${GPUCHAR_EXTRA:-} \
+        > "$LOGS/n1.txt" 2>&1
       echo "night1: exit $? $(tail -1 "$LOGS/n1.txt" | cut -c1-200)"
       python3 tools/gpu-host/accept_new.py "$OUT/n1/report/gpuchar-results.json" "$arch" "$dev" |
         while read -r line; do
@@ -43,13 +49,20 @@ for step in ${STEPS//,/ }; do
         done >> "$LOGS/accept.txt" 2>&1
       echo "accepted: $(grep -c wrote "$LOGS/accept.txt") files";;
     night2)
-      nightly --out "$OUT/n2" --previous "$OUT/n1/nightly.json" > "$LOGS/n2.txt" 2>&1
+      n1=${GPUCHAR_N1:-$OUT/n1}
+      timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest_gpuchar.cli.nightly --out "$OUT/n2" \
+        --previous "$n1/nightly.json" -- ${GPUCHAR_EXTRA:-} > "$LOGS/n2.txt" 2>&1
       echo "night2: exit $? $(tail -1 "$LOGS/n2.txt" | cut -c1-200)"
-      python3 -m pytest_gpuchar.cli.nightly --repeatability "$OUT/n1/report/gpuchar-results.json" \
+      python3 -m pytest_gpuchar.cli.nightly --repeatability "$n1/report/gpuchar-results.json" \
         "$OUT/n2/report/gpuchar-results.json" > "$OUT/repeatability.txt" 2>&1
       grep -E "^(ALL|[a-z_]+):" "$OUT/repeatability.txt"
       python3 -m pytest_gpuchar.cli.model_params --results "$OUT/n2/report/gpuchar-results.json" \
         --arch "$arch" -o "$LOGS/model-params.yaml" > /dev/null 2>&1;;
+    diag)
+      timeout 150 python3 -m pytest ${GPUCHAR_DIAG:-} -p no:cacheprovider -q -x \
+        --gpuchar-watchdog 10 > "$LOGS/diag.txt" 2>&1
+      echo "diag: exit $?"; grep -E "^E .*(Probe|Chain|Error)|passed|failed" "$LOGS/diag.txt" |
+        cut -c1-300 | tail -12;;
     fresh)
       nightly --out "$OUT/n0" > "$LOGS/n0.txt" 2>&1
       echo "fresh night vs committed baseline: exit $? $(tail -1 "$LOGS/n0.txt" | cut -c1-200)";;
