@@ -291,18 +291,27 @@ def _memory(w: Writer, params: dict) -> None:
     chose the characteristic); L2 and DRAM as differences, as Accel-Sim's tuner writes them
     (ubench/l2_cache/l2_lat: L2 - L1; ubench/mem/mem_lat: DRAM - L2 hit)."""
     w.comment("--- memory latencies (SM cycles) ---")
-    l1, smem, l2, dram = (_param(params, k) for k in ("l1_lat", "shared_lat", "l2_lat",
-                                                       "mem_lat"))
-    gone = "not measured in this run"
-    for name, v in (("-gpgpu_l1_latency", l1), ("-gpgpu_smem_latency", smem)):
+    names = ("l1_lat", "shared_lat", "l2_lat", "mem_lat")
+    l1, smem, l2, dram = (_param(params, k) for k in names)
+
+    def gone(*keys: str) -> str:
+        """Why the parameters `keys` gave no value (the export's reason, e.g. unstable)."""
+        ps = params.get("parameters") or {}
+        why = [f"{k}: {ps.get(k, {}).get('reason', 'not measured in this run')}" for k in keys
+               if _param(params, k) is None]
+        return "; ".join(why)
+
+    for name, v, key in (("-gpgpu_l1_latency", l1, "l1_lat"),
+                         ("-gpgpu_smem_latency", smem, "shared_lat")):
         if v is None:
-            w.omit(name, gone)
+            w.omit(name, gone(key))
         else:
             w.option(name, str(whole(v.value)), v.how)
-    for name, hi, lo, what in (("-gpgpu_l2_rop_latency", l2, l1, "L2 hit - L1 hit"),
-                               ("-dram_latency", dram, l2, "DRAM - L2 hit")):
+    for name, hi, lo, what, keys in (
+            ("-gpgpu_l2_rop_latency", l2, l1, "L2 hit - L1 hit", ("l2_lat", "l1_lat")),
+            ("-dram_latency", dram, l2, "DRAM - L2 hit", ("mem_lat", "l2_lat"))):
         if hi is None or lo is None:
-            w.omit(name, f"needs {what}, {gone}")
+            w.omit(name, f"needs {what}; {gone(*keys)}")
         elif hi.value <= lo.value:
             w.omit(name, f"{what} is not positive ({hi.how}, {lo.how})")
         else:

@@ -33,6 +33,17 @@ MODEL_KEYS = {
 FU_PREFIX = "throughput.unit."
 
 
+def _missing(report: dict, arch: str, keys: list[str]) -> str:
+    """Why none of `keys` gave a value: not in the run, or in it with an unusable status
+    (an unstable figure is not exported as a model input)."""
+    seen = {r["key"]: r.get("status") for r in report.get("results", [])
+            if r.get("arch") == arch and r.get("key") in keys}
+    if not seen:
+        return f"not measured in this run (looked for {', '.join(keys)})"
+    return "no usable measurement in this run: " + ", ".join(
+        f"{k} {seen[k]}" for k in keys if k in seen)
+
+
 def model_parameters(report: dict, arch: str, n_ws: int = SCHEDULERS_PER_SM) -> dict:
     """The Many-BSP model's inputs (Table 1-8 names) from a gpuchar JSON report: each with the
     measured value, its unit and the characteristic it came from (null with the reason when
@@ -50,8 +61,7 @@ def model_parameters(report: dict, arch: str, n_ws: int = SCHEDULERS_PER_SM) -> 
             params[name] = {"value": round(float(r["value"]), 3), "unit": r.get("unit", ""),
                             "from": hit}
         else:
-            params[name] = {"value": None, "reason": f"not measured in this run (looked for "
-                                                     f"{', '.join(keys)})"}
+            params[name] = {"value": None, "reason": _missing(report, arch, keys)}
     fu = {k[len(FU_PREFIX):]: round(float(r["value"]), 2) for k, r in sorted(ok.items())
           if k.startswith(FU_PREFIX)}
     prov = next((r.get("provenance") for r in ok.values() if r.get("provenance")), {}) or {}

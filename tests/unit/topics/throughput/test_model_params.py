@@ -26,7 +26,9 @@ def test_model_parameters():
     p = m["parameters"]
     assert p["warp_lnch_ovh"]["value"] == 1.5 and p["warp_lnch_ovh"]["from"] == "throughput.launch.warp"
     assert p["bar_sync_ovh_256"]["value"] is None          # unstable results are not exported
-    assert "not measured" in p["bar_sync_ovh_256"]["reason"]
+    assert p["bar_sync_ovh_256"]["reason"] == \
+        "no usable measurement in this run: throughput.bar_sync.nt256 unstable"
+    assert p["l1_lat"]["reason"].startswith("not measured in this run (looked for ")
     assert p["mem_lat"]["value"] == 480.0
     assert m["n_fu_results_per_clk_per_sm"] == {"fp32.fma": 127.5}
     assert m["n_SM"] == 132 and m["arch"] == "sm_90"
