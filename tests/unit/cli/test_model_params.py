@@ -13,7 +13,7 @@ import yaml
 from pytest_gpuchar.cli import model_params
 from pytest_gpuchar.models import accelsim
 
-RUN2 = Path(__file__).resolve().parents[3] / "results/sm_90/suite-2026-11-23/final"
+H100 = Path(__file__).resolve().parents[3] / "results/sm_90/nvidia-h100-80gb-hbm3"
 OPTION = re.compile(r"^(-[\w:]+)\s+(\S+)", re.M)
 
 REPORT = {
@@ -64,15 +64,16 @@ def test_accel_sim_formats_write_the_fragments(results_file, tmp_path, fmt, make
     assert names and all(n.startswith(prefix) for n in names)
 
 
-def test_accel_sim_fragment_of_the_committed_h200_run(tmp_path):
-    """The H200 nightly committed under results/: the CLI writes the fragment docs/models.md
-    shows (option values)."""
-    src = RUN2 / "run2-results.json"
+def test_accel_sim_fragment_of_the_committed_h100_run(tmp_path):
+    """The H100 night committed under results/ (gzip-compressed, as the nightly keeps it):
+    the CLI writes the fragment committed beside it."""
+    src = H100 / "gpuchar-results.json.gz"
     text = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim"], tmp_path,
-               "h200.config")
+               "h100.config")
     got = dict(OPTION.findall(text))
-    assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == "385"
+    assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == "412"
     assert got["-ptx_opcode_latency_fp"] == "4,4,4,4,57"
+    assert got == dict(OPTION.findall((H100 / "accel-sim.config").read_text()))
     trace = dict(OPTION.findall(run(["--results", str(src), "--arch", "sm_90", "--format",
                                      "accel-sim-trace"], tmp_path, "trace.config")))
     assert trace["-trace_opcode_latency_initiation_tensor"] == "24,6"

@@ -80,6 +80,8 @@ def test_row_ids_and_keys():
              ("l2err_n1", "l2err_n4", "l2err_n8", "overflow_link")}
     from pytest_gpuchar.topics.numerics import fp8_questions
     keys |= {r.key for r in fp8_questions.FP8_ROWS}
+    keys |= {f"numerics.fp8_wgmma.{t}.k_error.k{k}" for t in ("e4m3", "e5m2")
+             for k in fp8_questions.K_REPORTED}
     assert set(SM90) <= keys      # every recorded characteristic is some row's
 
 
