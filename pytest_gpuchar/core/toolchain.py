@@ -6,6 +6,7 @@ then on PATH / CUDA_HOME. Nothing here needs a GPU.
 """
 from __future__ import annotations
 
+import errno
 import functools
 import importlib.util
 import os
@@ -24,14 +25,25 @@ INSTALL_LEGACY = 'pip install "pytest-gpuchar[legacy]"'
 
 
 _SPAWN = threading.Lock()
+SPAWN_ATTEMPTS = 5
 
 
 def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
     """Run a tool and capture its output. Processes are started one at a time (the modules
     of a session compile in threads): concurrent vfork+exec from several threads failed here
-    now and then with EFAULT ("Bad address"); the tools then run in parallel as before."""
-    with _SPAWN:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    now and then with EFAULT ("Bad address"); the tools then run in parallel as before. The
+    lock does not cover other threads of the process (pytest's, the JIT's), and EFAULT was still
+    seen with it once every few hundred spawns on a 2-core machine: the start is retried then
+    (an exec that failed ran nothing)."""
+    for attempt in range(SPAWN_ATTEMPTS):
+        try:
+            with _SPAWN:
+                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+            break
+        except OSError as e:
+            if e.errno != errno.EFAULT or attempt == SPAWN_ATTEMPTS - 1:
+                raise
     try:
         out, err = proc.communicate(timeout=timeout)
     except BaseException:

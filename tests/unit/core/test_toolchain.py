@@ -106,3 +106,38 @@ def test_assemble_and_disassemble_valid_ptx():
     assert cubin[:4] == b"\x7fELF"
     text = toolchain.disassemble(cubin, "sm_80")
     assert ".text.fine" in text and "EXIT" in text
+
+
+def test_a_spawn_that_fails_with_efault_is_retried(monkeypatch):
+    """EFAULT from vfork+exec in a threaded process ran nothing: the start is tried again;
+    any other error, or EFAULT every time, is raised."""
+    import errno
+    import subprocess
+    real, calls = subprocess.Popen, []
+
+    def flaky(*a, **kw):
+        calls.append(a[0])
+        if len(calls) < 3:
+            raise OSError(errno.EFAULT, "Bad address")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(subprocess, "Popen", flaky)
+    done = toolchain.run(["true"], timeout=10)
+    assert done.returncode == 0 and len(calls) == 3
+
+    def always(*a, **kw):
+        raise OSError(errno.EFAULT, "Bad address")
+
+    monkeypatch.setattr(subprocess, "Popen", always)
+    with pytest.raises(OSError):
+        toolchain.run(["true"], timeout=10)
+
+    def missing(*a, **kw):
+        calls.append("missing")
+        raise FileNotFoundError(errno.ENOENT, "no such file")
+
+    calls.clear()
+    monkeypatch.setattr(subprocess, "Popen", missing)
+    with pytest.raises(FileNotFoundError):
+        toolchain.run(["nope"], timeout=10)
+    assert calls == ["missing"]
