@@ -7,12 +7,15 @@ import re
 KNOWN_ARCHS = (
     "sm_30", "sm_35", "sm_37", "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62",
     "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
-    "sm_100", "sm_103", "sm_110", "sm_120", "sm_121",
+    "sm_100", "sm_100a", "sm_103", "sm_103a", "sm_110", "sm_120", "sm_120a", "sm_121",
+    "sm_121a",
 )
 
 # Archs the static (offline) suite covers: CUDA 13 tools for sm_75 and up, the CUDA 12.4
-# tools of the legacy extra for the older ones.
-STATIC_ARCHS_CUDA13 = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+# tools of the legacy extra for the older ones. Arch-specific features (wgmma: sm_90a,
+# tcgen05: sm_100a) are compiled for the "a" target by the probes that need them.
+STATIC_ARCHS_CUDA13 = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_103",
+                       "sm_120", "sm_121")
 STATIC_ARCHS_LEGACY = ("sm_50", "sm_61", "sm_70")
 STATIC_ARCHS = STATIC_ARCHS_LEGACY + STATIC_ARCHS_CUDA13
 
@@ -57,6 +60,10 @@ def ptx_target(arch: str) -> str:
 def ptx_isa_version(arch: str) -> str:
     """Lowest PTX ISA version that accepts every probe for this target."""
     n = number(arch)
+    if n >= 110:
+        return "9.0"
+    if n in (103, 121):
+        return "8.8"
     if n >= 100:
         return "8.7"
     if n >= 90:

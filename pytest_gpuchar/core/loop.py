@@ -17,7 +17,7 @@ from .verify import ProbeInvalid, Verdict, matches
 MAX_LOOP_CONTROL = 5       # counter add, compare, branch (+ moves some compilers add)
 MAX_SETUP = 8              # instructions between the first clock read and the loop
 
-LOOP_CONTROL = ("CALL.REL.NOINC", "DEPBAR*", "LDC", "ULDC*", "IADD3", "IADD", "IADD32I",
+LOOP_CONTROL = ("CALL.REL.NOINC", "DEPBAR*", "LDC", "ULDC*", "LDCU*", "IADD3", "IADD", "IADD32I",
                 "VIADD", "IMAD.IADD", "UIADD3", "ISETP*", "UISETP*", "BRA", "BRA.U", "MOV",
                 "IMAD.MOV*", "UMOV", "NOP", "PLOP3*")
 NEVER = ("@!PT", "@!UPT")   # predicates of never-executed instructions (scheduling filler)
@@ -40,8 +40,9 @@ def is_counter(ins: sass.Instr) -> bool:
 
 
 def is_const_move(ins: sass.Instr) -> bool:
-    """A constant materialised with HFMA2.MMA (-RZ * RZ + imm): a move, not an FMA."""
-    return ins.opcode == "HFMA2.MMA" and tuple(ins.operands[1:3]) == ("-RZ", "RZ")
+    """A constant materialised with HFMA2.MMA, or on sm_120 HFMA2 (-RZ * RZ + imm): a move,
+    not an FMA."""
+    return ins.opcode in ("HFMA2.MMA", "HFMA2") and tuple(ins.operands[1:3]) == ("-RZ", "RZ")
 
 
 def _loops(func: sass.Function, lo: int, hi: int) -> list[tuple[int, int]]:

@@ -98,12 +98,13 @@ class Probe:
 
 
 def _is_guard_setup(ins: sass.Instr) -> bool:
-    """The compare of the clock value with -1: ISETP (Volta+: one or two), or on Maxwell/Pascal
+    """The compare of the clock value with -1: ISETP (Volta+: one or two; UISETP when the clock
+    was read to a uniform register), or on Maxwell/Pascal
     a carry-setting IADD32I RZ.CC plus ISETP .X; and there the next clock read's retry-counter
     reset (MOV Rn, RZ)."""
     if ins.pred:
         return False
-    if ins.opcode.startswith("ISETP"):
+    if ins.opcode.startswith(("ISETP", "UISETP")):   # UISETP: sm_120 reads the clock to a UR
         return True
     if ins.opcode == "IADD32I" and ins.operands and ins.operands[0].startswith("RZ.CC"):
         return True
@@ -121,7 +122,7 @@ def strip_guard(name: str, region: list[sass.Instr]) -> list[sass.Instr]:
     rest = region[k:]
     if not rest:
         return rest   # an empty body: the branch to the next instruction was dropped
-    if rest[0].base == "BRA" and rest[0].pred:
+    if rest[0].is_conditional_branch:
         return rest[1:]
     preds = {i.pred for i in rest}
     if len(preds) == 1 and rest[0].pred:

@@ -11,6 +11,11 @@ _FUNC_RE = re.compile(r"^//-+\s+\.text\.(?P<name>\S+)\s+-+")
 _LABEL_RE = re.compile(r"^(?P<name>\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$")
 
 
+# Special-register reads that can read the clock: CS2R / S2R into a register, S2UR and (ptxas
+# 13.x for sm_120) CS2UR into a uniform register.
+CLOCK_READ_OPCODES = ("CS2R", "CS2UR", "S2R", "S2UR")
+
+
 @dataclass(frozen=True)
 class Instr:
     offset: int
@@ -26,8 +31,18 @@ class Instr:
 
     @property
     def is_clock_read(self) -> bool:
-        return self.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+        return self.opcode.startswith(CLOCK_READ_OPCODES) and any(
             "SR_CLOCKLO" in o for o in self.operands)
+
+    @property
+    def is_conditional_branch(self) -> bool:
+        """A BRA guarded by a predicate (@P0 BRA ...) or, on sm_100+, a uniform branch taking
+        its predicate as an operand (BRA.U !UP0, ...)."""
+        if self.base != "BRA":
+            return False
+        return bool(self.pred) or bool(self.operands) and \
+            self.operands[0].lstrip("!").startswith(("UP", "P")) and \
+            self.operands[0].lstrip("!") not in ("PT", "UPT")
 
     def __str__(self) -> str:  # pragma: no cover - trivial
         return self.text
@@ -108,7 +123,7 @@ _RETRY_TAIL = ("ISETP.NE.U32.AND", "BRA", "IADD32I", "ISETP.GE.U32.AND", "BRA")
 
 
 def _is_clock_sr(ins: Instr) -> bool:
-    return ins.opcode.startswith(("CS2R", "S2R", "S2UR")) and any(
+    return ins.opcode.startswith(CLOCK_READ_OPCODES) and any(
         o.startswith("SR_CLOCK") for o in ins.operands)
 
 

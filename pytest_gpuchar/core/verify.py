@@ -25,7 +25,7 @@ CANONICAL = {"VIADD": "IADD3", "IMAD.IADD": "IADD3", "IADD": "IADD3", "VIMNMX": 
 MOVE_OPCODES = ("MOV", "IMAD.MOV", "IMAD.MOV.U32", "UMOV")
 # Opcodes a compiler may hoist out of N copies of a sequence (constants, register moves).
 SETUP_OPCODES = ("MOV", "MOV32I", "IMAD.MOV", "IMAD.MOV.U32", "UMOV", "ULDC", "ULDC.64",
-                 "HFMA2.MMA", "CS2R")
+                 "LDCU", "LDCU.64", "HFMA2.MMA", "CS2R")   # LDCU: sm_100+'s ULDC
 
 
 class ProbeInvalid(AssertionError):

@@ -109,6 +109,11 @@ class DpxRow:
         if archs.number(arch) < FIRST_ARCH:
             return (f"{self.intrinsic}: DPX rows are checked from sm_{FIRST_ARCH} on (the "
                     f"emulation compiled for sm_80..sm_89, the hardware instruction on sm_90)")
+        if self.family in ("bmax", "bmin") and self.lanes.endswith("16x2") and \
+                archs.number(arch) in (120, 121):
+            return (f"{self.intrinsic}: ptxas 13.x for {arch} shares the half-word extraction "
+                    f"(PRMT, LOP3) between consecutive calls of a chain, so a chain has no "
+                    f"per-call sequence to record (sm_100 has one)")
         return None
 
     def ptx_at(self, arch: str) -> str:

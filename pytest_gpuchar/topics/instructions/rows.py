@@ -56,6 +56,8 @@ R = InstrRow
 # SASS alternatives shared by many rows.
 IADD = "IADD3|IMAD.IADD|VIADD|IADD"
 IADDX = "IADD3.X|IMAD.X|IADD.X"
+# sm_120 (ptxas 13.x) adds 64-bit integers with one IADD.64
+IADD64 = ((120, ("IADD.64",)),)
 IMUL = "IMAD|XMAD*"
 # Logic ops: LOP3.LUT (sm_50+, the only form on sm_70+) or Maxwell/Pascal's two-input LOP
 # with the operation named (LOP.PASS_B with an inverted source is not).
@@ -103,12 +105,15 @@ TABLE_V: list[InstrRow] = [
       latency_note="the chain's adds are a mix of IADD3 (integer ALU pipe) and IMAD.IADD (FMA "
                    "pipe) that ptxas picks between (sm_90: 3 IADD3 to 5 IMAD.IADD): the figure "
                    "is the mean latency per add over that mix, not either instruction's alone"),
-    R("add.u64", op("add.u64 {d}, {a}, {b};", 64, 64, 64), (IADD, IADDX), dep="keep"),
-    R("add.s64", op("add.s64 {d}, {a}, {b};", 64, 64, 64), (IADD, IADDX), dep="keep"),
+    R("add.u64", op("add.u64 {d}, {a}, {b};", 64, 64, 64), (IADD, IADDX), dep="keep",
+      arch_units=IADD64),
+    R("add.s64", op("add.s64 {d}, {a}, {b};", 64, 64, 64), (IADD, IADDX), dep="keep",
+      arch_units=IADD64),
     R("add.f16", op("add.rn.f16 {d}, {a}, {b};", 16, 16, 16, kind="float"), ("HADD2|HADD2.F32|HADD",), dep="fresh", min_arch=53,
-      indep_pack=2, indep_kind="neg2.f16x2", indep_unit=("HADD2|HFMA2.MMA",),
+      indep_pack=2, indep_kind="neg2.f16x2", indep_unit=("HADD2|HFMA2.MMA|HFMA2",),
       cpi_note=F16X2_NOTE.format(op="add.rn.f16", sass="HADD2; on sm_80 and sm_90 every second pair "
-                             "is HFMA2.MMA a*1+b, issued to another pipe than HADD2")),
+                             "is HFMA2.MMA a*1+b, issued to another pipe than HADD2 (ptxas 13.x for "
+                             "sm_100/sm_120: HFMA2)")),
     R("add.f32", op("add.rn.f32 {d}, {a}, {b};", 32, 32, 32, kind="float"), ("FADD",), dep="acc"),
     R("add.f64", op("add.rn.f64 {d}, {a}, {b};", 64, 64, 64, kind="float"), ("DADD",), dep="acc"),
     # --- mul
@@ -124,9 +129,10 @@ TABLE_V: list[InstrRow] = [
     R("mul24.lo.u32", op("mul24.lo.u32 {d}, {a}, {a};", 32, 32), None, signature=(IMUL,), dep="acc"),
     R("mul24.hi.u32", op("mul24.hi.u32 {d}, {a}, {a};", 32, 32), None, signature=("IMAD*|XMAD*",), dep="acc"),
     R("mul.rn.f16", op("mul.rn.f16 {d}, {a}, {b};", 16, 16, 16, kind="near1"), ("HMUL2",), dep="fresh", min_arch=53,
-      indep_pack=2, indep_kind="neg2.f16x2", indep_unit=("HMUL2|HFMA2.MMA",),
+      indep_pack=2, indep_kind="neg2.f16x2", indep_unit=("HMUL2|HFMA2.MMA|HFMA2",),
       cpi_note=F16X2_NOTE.format(op="mul.rn.f16", sass="HMUL2; on sm_80 and sm_90 every second pair "
-                             "is HFMA2.MMA a*b-0, issued to another pipe than HMUL2")),
+                             "is HFMA2.MMA a*b-0, issued to another pipe than HMUL2 (ptxas 13.x for "
+                             "sm_100/sm_120: HFMA2)")),
     R("mul.rn.f32", op("mul.rn.f32 {d}, {a}, {b};", 32, 32, 32, kind="near1"), ("FMUL",), dep="acc"),
     R("mul.rn.f64", op("mul.rn.f64 {d}, {a}, {b};", 64, 64, 64, kind="near1"), ("DMUL",), dep="acc"),
     # --- mad
@@ -251,7 +257,8 @@ TABLE_V: list[InstrRow] = [
       cpi_note="cpi per op of the negation (IMAD.MOV or IADD3) plus the PRMT that zero-extends "
            "the 16-bit result (from sm_70)"),
     R("neg.s32", op("neg.s32 {d}, {a};", 32, 32), (IADD + "|IMAD.MOV",), dep=None, dep_note=INVOLUTION),
-    R("neg.s64", op("neg.s64 {d}, {a};", 64, 64), (IADD, IADDX), dep=None, dep_note=INVOLUTION),
+    R("neg.s64", op("neg.s64 {d}, {a};", 64, 64), (IADD, IADDX), dep=None, dep_note=INVOLUTION,
+      arch_units=IADD64),
     R("neg.f32", op("neg.f32 {d}, {a};", 32, 32, kind="float"), ("FADD",), dep=None, dep_note=INVOLUTION),
     R("neg.f64", op("neg.f64 {d}, {a};", 64, 64, kind="float"), ("DADD",), dep=None, dep_note=INVOLUTION),
     # --- fma

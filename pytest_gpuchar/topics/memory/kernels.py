@@ -32,11 +32,11 @@ CONST_DECL = (f".const .align 8 .u32 gpuchar_cchain[{CONST_WORDS}] = "
               "{" + ", ".join(str(v) for v in const_chain_words()) + "};\n")
 
 # one loop iteration besides the load: the counter's add, the compare, the backward branch
-LOOP_UNIT = ("IADD3|VIADD|IADD32I|IADD|IMAD.IADD|UIADD3", "ISETP.*|UISETP.*", "BRA")
+LOOP_UNIT = ("IADD3|VIADD|IADD32I|IADD|IMAD.IADD|UIADD3", "ISETP.*|UISETP.*", "BRA|BRA.U")
 # executed once before the loop (the step count's parameter load, the counter's zeroing, the
 # alignment NOPs of the loop head): allowed in the region ahead of the loop label only, as
 # are never-executed instructions (predicate @!PT), see LoopProbe
-LOOP_SETUP_OPCODES = ("LDC", "ULDC", "ULDC.64", "MOV", "UMOV", "IMAD.MOV.U32", "MOV32I", "NOP")
+LOOP_SETUP_OPCODES = ("LDC", "ULDC", "ULDC.64", "LDCU", "LDCU.64", "MOV", "UMOV", "IMAD.MOV.U32", "MOV32I", "NOP")
 BANK64_SIDE = ("IMNMX*", "VIMNMX*", "VMNMX*", "ISETP*", "SEL", "LOP3.LUT")
 BANK64_SIDE_MAX = 2
 

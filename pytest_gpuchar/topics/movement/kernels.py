@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from ...core.archs import number
 from ...core.ptx import Kernel
 from ...core.probe import NotApplicable, Probe
 from .probes import CountProbe, MovementProbe
@@ -19,7 +20,7 @@ ITERS = ".param .u32 iters_param"
 TMAP = ".param .align 128 .b8 tmap_param[128]"   # CUtensorMap: 128-byte aligned
 RECORD = 32      # bytes per (CTA, pass) record of the cluster kernels
 # the wait of a TMA step: the compiler moves the retry of a try_wait loop behind EXIT
-WAIT_TAIL = ("SYNCS.PHASECHK.TRANS64*",)
+WAIT_TAIL = ("SYNCS.PHASECHK.TRANS64*", "YIELD")   # sm_120's retry loop yields the warp
 
 
 def entry_name(name: str) -> str:
@@ -207,7 +208,16 @@ def _tma_wait(k: int) -> list[str]:
             f"@!%ok bra $W{k};"]
 
 
-def _tma_step(mech: Mechanism, k: int) -> list[str]:
+def bulk_dst(arch: str) -> str:
+    """The state space of a TMA copy's shared-memory destination. The own CTA's buffer is
+    `.shared::cluster` on sm_90 (PTX 8.0 has no other form); from sm_100 on (PTX 8.6+) it is
+    `.shared::cta`: with a `.shared::cluster` address ptxas 13.x for sm_120 tests at run time
+    whether the destination is the own CTA and calls a driver routine (CALL.ABS) if not, which
+    would put that test and call in every timed step."""
+    return "shared::cta" if number(arch) >= 100 else "shared::cluster"
+
+
+def _tma_step(mech: Mechanism, k: int, dst: str = "shared::cluster") -> list[str]:
     """One dependent 1 KiB transfer: issue, completion, and the next address from the data."""
     arm = f"mbarrier.arrive.expect_tx.shared::cta.b64 %st, [%bar], {TMA_BYTES};"
     if mech is Mechanism.PLAIN:
@@ -219,16 +229,16 @@ def _tma_step(mech: Mechanism, k: int) -> list[str]:
                 "xor.b32 %acc, %acc, %z;", "xor.b32 %acc, %acc, %w;", "xor.b32 %acc, %acc, %y2;",
                 "xor.b32 %acc, %acc, %z2;", "xor.b32 %acc, %acc, %w2;"]
     if mech is Mechanism.BULK:
-        copy = (f"cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%dst], "
+        copy = (f"cp.async.bulk.{dst}.global.mbarrier::complete_tx::bytes [%dst], "
                 f"[%p], {TMA_BYTES}, [%bar];")
         after = ["ld.shared.u32 %off, [%dst];", "cvt.u64.u32 %o64, %off;",
                  "add.u64 %p, %base, %o64;"]
     elif mech is Mechanism.TENSOR1D:
-        copy = ("cp.async.bulk.tensor.1d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        copy = (f"cp.async.bulk.tensor.1d.{dst}.global.mbarrier::complete_tx::bytes "
                 "[%dst], [%tm, {%x}], [%bar];")
         after = ["ld.shared.u32 %x, [%dst];"]
     else:
-        copy = ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        copy = (f"cp.async.bulk.tensor.2d.{dst}.global.mbarrier::complete_tx::bytes "
                 "[%dst], [%tm, {%x, %y}], [%bar];")
         after = ["ld.shared.v2.u32 {%x, %y}, [%dst];"]
     return [arm, copy, *_tma_wait(k), *after]
@@ -248,7 +258,7 @@ def _tma_end(mech: Mechanism) -> list[str]:
             "or.b64 %a64, %a64, %o64;"]
 
 
-def tma_kernel(entry: str, mech: Mechanism, n: int) -> str:
+def tma_kernel(entry: str, mech: Mechanism, n: int, space: str = "shared::cluster") -> str:
     """n dependent 1 KiB transfers: parameters (out, base, start, iters[, tensor map]).
     start: byte offset (plain, bulk) or coordinates x | y << 32 (tensor maps); every block
     holds where the next one is (tma_layout). Plain: one warp, 32 B per thread; the others:
@@ -269,7 +279,7 @@ def tma_kernel(entry: str, mech: Mechanism, n: int) -> str:
                f"mov.u32 %bar, {bar};", "mbarrier.init.shared::cta.b64 [%bar], 1;",
                "fence.mbarrier_init.release.cluster;", "fence.proxy.async.shared::cta;",
                "mov.u32 %acc, 0;", *_tma_start(mech)],
-        body=[line for k in range(n) for line in _tma_step(mech, k)],
+        body=[line for k in range(n) for line in _tma_step(mech, k, space)],
         after=["sub.s64 %dt, %t1, %t0;", *_tma_end(mech), "mov.u32 %sm, %smid;",
                *only_thread0(["st.global.u64 [%out], %dt;", "st.global.u64 [%out+8], %a64;",
                                "st.global.u32 [%out+16], %sm;", "st.global.u32 [%out+20], %acc;"])],
@@ -293,7 +303,8 @@ def tma_probe(mech: Mechanism, arch: str) -> Probe:
     if why:
         raise NotApplicable(f"static: {why}")
     return make_probe(CountProbe, f"movement/tma/{mech.value}", arch, TMA_LENGTHS,
-                  lambda e, n: (tma_kernel(e, mech, n), n), counts=TMA_COUNTS[mech],
+                  lambda e, n: (tma_kernel(e, mech, n, bulk_dst(arch)), n),
+                  counts=TMA_COUNTS[mech],
                   chained=mech is Mechanism.PLAIN, tail=WAIT_TAIL)
 
 

@@ -157,7 +157,7 @@ class StreamProbe(MovementProbe):
         """The instructions from the target of the region's last backward branch to it."""
         for k in range(len(region) - 1, -1, -1):
             ins = region[k]
-            if ins.base != "BRA" or not ins.pred:
+            if not ins.is_conditional_branch:
                 continue
             target = re.search(r"\.L_x_\d+", ins.text)
             at = func.labels.get(target.group(0)) if target else None

@@ -302,6 +302,15 @@ def emulation_problems(how: Emulation, arch_number: int, region: list) -> list[s
         if not any(i.opcode.startswith("F2FP") for i in region):
             return ["FP8 mma.sync: no FP8->F16 conversion"]
         return []
+    if how is Emulation.IMMA_PADDED:
+        ok = tc and all(op.startswith("IMMA.16816") for op in tc) and \
+            sum(1 for i in region if i.opcode == "CS2R") >= sum(tc.values())
+        return [] if ok else [f"s8 mma.m8n8k16: {ops}, wanted IMMA.16816 + a CS2R per op"]
+    if how is Emulation.SPARSE_CALL:
+        calls = sum(1 for i in region if i.base == "CALL")
+        sp = sum(c for op, c in tc.items() if ".SP." in op)
+        ok = sp and calls >= sp
+        return [] if ok else [f"mma.sp: {ops}, {calls} CALL, wanted a CALL per sparse op"]
     if tc or not any(i.base == "CALL" for i in region):
         return [f"u4 wmma: {ops}, wanted a subroutine CALL and no tensor op"]
     return []

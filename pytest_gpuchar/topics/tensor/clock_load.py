@@ -162,7 +162,7 @@ class LoadProbe(Probe):
 
 
 STREAM_ARITH = ("IMAD*", "IADD3*", "LOP3*", "SHF*", "LEA*", "IMAD.WIDE*", "VIADD", "MOV",
-                "IADD3.X", "LEA.HI*", "ISETP*", "UIADD3*", "UMOV", "ULDC*", "S2R", "SEL", "LDC*")
+                "IADD3.X", "LEA.HI*", "ISETP*", "UIADD3*", "UMOV", "ULDC*", "LDCU*", "S2R", "SEL", "LDC*")
 
 
 class StreamProbe(LoadProbe):

@@ -203,7 +203,7 @@ GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")   # once per trip: f
 # uniform-register setup of the descriptors a compiler may repeat per trip or keep around the
 # loop (a fixed cost per trip, reported with the loop control)
 WGMMA_SETUP = ("WARPSYNC*", "R2UR*", "UMOV*", "BAR.SYNC.DEFER_BLOCKING", "UIADD3*", "ULOP*",
-               "USHF*", "IMAD.U32", "ULDC*")
+               "USHF*", "IMAD.U32", "ULDC*", "LDCU*")
 MAX_WGMMA_CONTROL = 12
 
 

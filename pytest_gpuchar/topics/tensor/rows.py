@@ -133,6 +133,7 @@ class TensorRow:
     bytes_per_op: int = 0      # ldmatrix: bytes per warp per op
     isa: str = ""              # minimum PTX ISA version if above the arch default
     why_unsupported: str = ""
+    native_from: int = 0       # native again from this arch on (FP8 mma.sync: sm_89, sm_120+)
 
     @property
     def work(self) -> int:
@@ -176,16 +177,21 @@ class TensorRow:
                 f"{self.name} needs sm_{self.min_arch}+ ({arch} has Volta tensor cores only)"
         if n < self.min_arch:
             return f"{self.name} needs sm_{self.min_arch}+ ({arch} lacks this shape/type)"
-        if n > self.max_arch:
+        if self.emulated_on(n):
             return f"{self.name}: {self.why_unsupported or 'not available on ' + arch}"
         return None
+
+    def emulated_on(self, n: int) -> bool:
+        """Past the row's max arch (and not native again): the PTX is valid there but is no
+        (native) tensor-core instruction."""
+        return n > self.max_arch and not (self.native_from and n >= self.native_from)
 
     def emulated(self) -> "TensorRow":
         """This row on an arch where its PTX is valid but no (native) tensor-core
         instruction: no arch limits (the static emulation check)."""
         return EmulatedRow(**{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-                              if f.name not in ("min_arch", "max_arch")}, min_arch=0,
-                           max_arch=999)
+                              if f.name not in ("min_arch", "max_arch", "native_from")},
+                           min_arch=0, max_arch=999)
 
 
 class SparseRow(TensorRow):
@@ -240,8 +246,19 @@ def _mma(name, table, shape, types, a, b, c, sass, fma, min_arch=80, per_op=1, *
 
 def _sp(name, table, shape, types, a, b, c, sass, fma, meta, **kw):
     ptx = f"mma.sp.sync.aligned.{shape}.row.col.{types} {{d}}, {{a}}, {{b}}, {{c}}, {{e}}, 0x0;"
+    if meta != "tf32":   # f16 / s8 metadata: a ptxas routine per op from sm_100 on
+        kw = {"max_arch": 90, "why_unsupported": SPARSE_CALL_WHY, **kw}
     return SparseRow(name, table, ptx, a, b, c, sass, 1, fma, 80,
                      e=Frag(1, f"meta.{meta}"), meta_type=meta, **kw)
+
+
+# Blackwell (ptxas 13.x for sm_100/sm_103/sm_120/sm_121): two shapes of Ampere's tables are no
+# single tensor instruction any more (what they become is the static emulation test's check).
+IMMA_PADDED_WHY = ("no IMMA.8816 on sm_100+: ptxas pads m8n8k16 to IMMA.16816.S8.S8 and "
+                   "zeroes the padding with a CS2R per op (checked by the static emulation test)")
+SPARSE_CALL_WHY = ("on sm_100+ ptxas calls a metadata routine (__cuda_sm_10x_*_mdata_*) before "
+                   "every sparse op: one CALL per step, not one tensor op (checked by the static "
+                   "emulation test)")
 
 
 F32x4 = Frag(4, "f32")
@@ -267,7 +284,8 @@ MMA = [
     _mma("tf32.f32.m16n8k4", "004-3", "m16n8k4", "f32.tf32.tf32.f32", Frag(2, "tf32"),
          Frag(1, "tf32"), F32x4, "HMMA.1684.F32.TF32", 16 * 8 * 4),
     _mma("s8.s32.m8n8k16", "004-3", "m8n8k16", "s32.s8.s8.s32", Frag(1, "s8x4"),
-         Frag(1, "s8x4"), Frag(2, "s32"), "IMMA.8816.S8.S8", 8 * 8 * 16, min_arch=75),
+         Frag(1, "s8x4"), Frag(2, "s32"), "IMMA.8816.S8.S8", 8 * 8 * 16, min_arch=75,
+         max_arch=90, why_unsupported=IMMA_PADDED_WHY),
     _mma("s8.s32.m16n8k16", "004-3", "m16n8k16", "s32.s8.s8.s32", Frag(2, "s8x4"),
          Frag(1, "s8x4"), S32x4, "IMMA.16816.S8.S8", 16 * 8 * 16),
     _mma("s8.s32.m16n8k32", "004-3", "m16n8k32", "s32.s8.s8.s32", Frag(4, "s8x4"),
@@ -288,10 +306,10 @@ MMA = [
          sass_by_arch=((100, "DMMA.8x8x4", 8),)),
     _mma("e4m3.f32.m16n8k32", "hopper", "m16n8k32", "f32.e4m3.e4m3.f32", Frag(4, "e4m3x4"),
          Frag(2, "e4m3x4"), F32x4, "HMMA.16832.F32.E4M3.E4M3|QMMA.16832.F32.E4M3.E4M3",
-         16 * 8 * 32, min_arch=89, isa="8.4", max_arch=89,
-         why_unsupported="no FP8 mma.sync on sm_90: ptxas emulates it with F2FP.F16.E4M3."
-         "UNPACK_B conversions + HMMA.16816.F32 (checked by the static emulation test); "
-         "Hopper's FP8 tensor path is wgmma (QGMMA)"),
+         16 * 8 * 32, min_arch=89, isa="8.4", max_arch=89, native_from=120,
+         why_unsupported="no FP8 mma.sync on sm_90..sm_110: ptxas emulates it with "
+         "F2FP.F16.E4M3.UNPACK_B conversions + HMMA.16816.F32 (checked by the static emulation "
+         "test); Hopper's FP8 tensor path is wgmma (QGMMA), B200's tcgen05; sm_120 has QMMA"),
 ]
 
 # 004 Tables 6 (A100) and 7 (RTX 3070 Ti): 2:4 sparse mma.sp (fma counted dense-equivalent)
@@ -411,6 +429,8 @@ class Emulation(Enum):
     FPU = "mma.m8n8k4 f16: HMMA.884 on sm_70/sm_75, FPU code or a call on sm_80+ (004)"
     FP8_CONVERT = "FP8 mma.sync on sm_90+: F2FP conversions to f16 + HMMA, no QMMA"
     INT4_CALL = "u4 wmma on sm_90+: a subroutine CALL, no INT4 tensor op"
+    IMMA_PADDED = "s8 mma.m8n8k16 on sm_100+: IMMA.16816 with the padding zeroed per op"
+    SPARSE_CALL = "f16/s8 mma.sp on sm_100+: a metadata CALL before every sparse tensor op"
 
 
 def emulated_rows(arch: str) -> list[tuple[Emulation, TensorRow]]:
@@ -422,8 +442,11 @@ def emulated_rows(arch: str) -> list[tuple[Emulation, TensorRow]]:
     if n >= 70:
         out.append((Emulation.FPU, MMA_M8N8K4_F16))
     for how, r in ((Emulation.FP8_CONVERT, row("mma", "e4m3.f32.m16n8k32")),
-                   (Emulation.INT4_CALL, row("wmma", "u4.s32.m8n8k32"))):
-        if n > r.max_arch and n >= r.min_arch:
+                   (Emulation.INT4_CALL, row("wmma", "u4.s32.m8n8k32")),
+                   (Emulation.IMMA_PADDED, row("mma", "s8.s32.m8n8k16")),
+                   *((Emulation.SPARSE_CALL, r) for r in MMA_SP
+                     if r.why_unsupported == SPARSE_CALL_WHY)):
+        if r.emulated_on(n) and n >= r.min_arch:
             out.append((how, r))
     return out
 

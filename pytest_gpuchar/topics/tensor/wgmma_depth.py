@@ -29,7 +29,7 @@ THREADS_MAX = 384                # 3 warpgroups: ptxas keeps registers under 655
 REC_WORDS = 3                    # per warp: start clock, end clock, smid
 GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")
 WGMMA_SETUP = ("WARPSYNC*", "R2UR*", "UMOV*", "BAR.SYNC.DEFER_BLOCKING", "UIADD3*", "ULOP*",
-               "USHF*", "IMAD.U32", "ULDC*", "MOV", "IMAD.MOV*")
+               "USHF*", "IMAD.U32", "ULDC*", "LDCU*", "MOV", "IMAD.MOV*")
 MAX_TRIP_CONTROL = 12
 
 

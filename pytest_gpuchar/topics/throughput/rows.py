@@ -41,6 +41,7 @@ class Row:
     min_arch: int = 0
     note: str = ""
     shared: bool = False           # operands live in shared memory (LDST row)
+    lacking: tuple = ()            # ((first arch number, last, why), ...): no such unit there
 
     def unit(self, arch: str) -> tuple[str, ...] | None:
         n = archs.number(arch)
@@ -52,8 +53,12 @@ class Row:
 
     def supported(self, arch: str) -> str | None:
         """None if the row can run on `arch`, else the reason it cannot."""
-        if archs.number(arch) < self.min_arch:
+        n = archs.number(arch)
+        if n < self.min_arch:
             return f"{self.name} needs sm_{self.min_arch}+ ({arch} lacks it)"
+        for lo, hi, why in self.lacking:
+            if lo <= n <= hi:
+                return f"{self.name}: {why}"
         return None
 
 
@@ -137,7 +142,9 @@ UNIT_ROWS = [
     Row("int.popc", "population count", "SPs",
         op("popc.b32 {d}, {a};", 32, 32), {0: ("POPC",)}),
     Row("int.sad", "sum of absolute difference", "SPs",
-        op("sad.u32 {d}, {a}, {b}, {c};", 32, 32, 32, 32), {0: ("VABSDIFF*",)}),
+        op("sad.u32 {d}, {a}, {b}, {c};", 32, 32, 32, 32), {0: ("VABSDIFF*",)},
+        lacking=((120, 121, "sm_120/sm_121 have no VABSDIFF: ptxas 13.x makes sad.u32 two "
+                  "VIMNMX.U32 (max, min) and an IADD3, no unit of its own to time"),)),
     Row("int.minmax", "compare, minimum, maximum", "SPs",
         op("max.s32 {d}, {a}, {b};", 32, 32, 32),
         {0: ("IMNMX*|VIMNMX*",), 70: ("ISETP.LT.AND", "SEL"), 75: ("IMNMX*|VIMNMX*",)},

@@ -20,7 +20,9 @@ BODY = [ins("IADD3 R4, R4, R5, RZ"), ins("IADD3 R4, R4, R5, RZ")]
      ins("ISETP.EQ.U32.AND.EX P0, PT, R3, -0x1, PT, P0"), ins("@P0 BRA `(.L_x_1)")],
     [ins("IADD32I RZ.CC, R12, 0x1"), ins("ISETP.NE.U32.X.AND P0, PT, R14, -0x1, PT"),
      ins("@!P0 BRA `(.L_x_1)")],
-], ids=["volta+", "maxwell-pascal"])
+    # sm_120 (ptxas 13.x): the clock read to a uniform register, a uniform compare and branch
+    [ins("UISETP.NE.U64.AND UP0, UPT, UR4, -0x1, UPT"), ins("BRA.U !UP0, `(.L_x_257)")],
+], ids=["volta+", "maxwell-pascal", "sm_120-uniform"])
 def test_guard_is_stripped(guard):
     assert probes.strip_guard("p", guard + BODY) == BODY
 
@@ -29,6 +31,12 @@ def test_if_converted_guard_keeps_the_predicated_body():
     body = [ins("@P0 IADD3 R4, R4, R5, RZ"), ins("@P0 IADD3 R4, R4, R5, RZ")]
     region = [ins("ISETP.NE.U32.AND P0, PT, R2, -0x1, PT")] + body
     assert probes.strip_guard("p", region) == body
+
+
+def test_an_unconditional_branch_is_no_guard():
+    region = [ins("UISETP.NE.U64.AND UP0, UPT, UR4, -0x1, UPT"), ins("BRA `(.L_x_3)")] + BODY
+    with pytest.raises(sass.RegionError, match="restructured"):
+        probes.strip_guard("latency/x", region)
 
 
 def test_region_without_the_guard_is_a_restructured_probe():

@@ -99,6 +99,7 @@ def test_clock_reads_and_timed_region(func):
 
 def test_s2ur_clock_read_counts():
     assert sass.parse_instr(0, "S2UR UR4, SR_CLOCKLO ;").is_clock_read
+    assert sass.parse_instr(0, "CS2UR UR4, SR_CLOCKLO ;").is_clock_read     # sm_120
     assert not sass.parse_instr(0, "S2R R0, SR_TID.X ;").is_clock_read
 
 
@@ -216,3 +217,13 @@ def test_dependence_depth_through_subroutine_calls():
                     "MOV R13, R10", "CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_u64)",
                     "MOV R11, R10")
     assert sass.dependence_depth(calls) == 5
+
+
+@pytest.mark.parametrize("text, conditional", [
+    ("@P0 BRA `(.L_x_1) ;", True), ("@!P2 BRA `(.L_x_1) ;", True),
+    ("BRA.U !UP0, `(.L_x_243) ;", True), ("BRA.U UP1, `(.L_x_16) ;", True),
+    ("BRA `(.L_x_3) ;", False), ("BRA.U `(.L_x_3) ;", False), ("BRA.U !UPT, `(.L_x_3) ;", False),
+    ("ISETP.NE.AND P0, PT, R1, RZ, PT ;", False)])
+def test_conditional_branch_forms(text, conditional):
+    """sm_100+ uniform branches take their predicate as an operand (BRA.U !UP0, target)."""
+    assert sass.parse_instr(0, text).is_conditional_branch is conditional

@@ -189,3 +189,13 @@ def test_optional_pattern_in_some_copies_only_is_invalid():
 def test_optional_pattern_never_excuses_a_missing_required_one():
     region = instrs(*["MEMBAR.ALL.CTA", "UCGABAR_ARV"] * 3)
     assert "MEMBAR.ALL.GPU" in verify.check_exact(region, BARRIER, 3)
+
+
+@pytest.mark.parametrize("text, move", [
+    ("HFMA2.MMA R5, -RZ, RZ, 0, 0 ;", True), ("HFMA2 R13, -RZ, RZ, 0, 0 ;", True),
+    ("HFMA2 R4, R4, R5, -RZ ;", False), ("HFMA2.MMA R4, R2, R3, R4 ;", False)])
+def test_a_constant_made_with_hfma2_is_a_move(text, move):
+    """-RZ * RZ + imm: the driver JIT's (sm_90) and ptxas 13.x's (sm_100/sm_120) MOV."""
+    from pytest_gpuchar.core.loop import is_const_move
+    from pytest_gpuchar.core import sass
+    assert is_const_move(sass.parse_instr(0, text)) is move

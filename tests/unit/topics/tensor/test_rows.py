@@ -41,7 +41,17 @@ def test_kinds_name_probes_keys_and_work():
 def test_emulated_rows_per_arch():
     assert rows.emulated_rows("sm_61") == []
     assert [h for h, _ in rows.emulated_rows("sm_80")] == [rows.Emulation.FPU]
-    assert [h for h, _ in rows.emulated_rows("sm_90")] == list(rows.Emulation)
+    E = rows.Emulation
+    assert [h for h, _ in rows.emulated_rows("sm_90")] == [E.FPU, E.FP8_CONVERT, E.INT4_CALL]
+    sm100 = [(h, r.name) for h, r in rows.emulated_rows("sm_100")]
+    assert sm100[:4] == [(E.FPU, "f16.f32.m8n8k4"), (E.FP8_CONVERT, "e4m3.f32.m16n8k32"),
+                         (E.INT4_CALL, "u4.s32.m8n8k32"), (E.IMMA_PADDED, "s8.s32.m8n8k16")]
+    assert sorted(n for h, n in sm100 if h is E.SPARSE_CALL) == sorted(
+        r.name for r in rows.MMA_SP if r.meta_type != "tf32")
+    # sm_120 has FP8 mma.sync again (QMMA): not an emulated row there, a tensor row
+    assert E.FP8_CONVERT not in [h for h, _ in rows.emulated_rows("sm_120")]
+    assert rows.row("mma", "e4m3.f32.m16n8k32").supported("sm_120") is None
+    assert "sm_90..sm_110" in rows.row("mma", "e4m3.f32.m16n8k32").supported("sm_100")
     em = rows.row("mma", "e4m3.f32.m16n8k32").emulated()
     assert em.kind == Kind.EMULATED and em.supported("sm_90") is None and em.isa == "8.4"
 
