@@ -197,6 +197,10 @@ _REG_PATTERNS = [
     ("P", re.compile(r"(?<![A-Z_])P(\d+)\b")),
     ("B", re.compile(r"(?<![A-Z_])B(\d+)\b")),
 ]
+# the patterns above as one alternation (tried in that order at each position): one pass
+_REGS = re.compile("|".join(f"(?P<{k}>{p.pattern})".replace("(\\d+)", "\\d+")
+                            for k, p in _REG_PATTERNS))
+_SPACES = re.compile(r"\s+")
 _LABEL_USE = re.compile(r"\.L_x_\d+")
 _INTERNAL = re.compile(r"\$__internal_\d+_\$")   # per-module numbering of shared subroutines
 
@@ -210,11 +214,9 @@ def normalise(func: Function) -> str:
     for ins in func.instrs:
         text = _INTERNAL.sub("$__internal_$", ins.text)
         text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
-        for kind, pat in _REG_PATTERNS:
-            mp = maps[kind]
-            text = pat.sub(lambda m, kind=kind, mp=mp: mp.setdefault(
-                m.group(0), f"{kind.lower()}{len(mp)}"), text)
-        lines.append(re.sub(r"\s+", " ", text).strip())
+        text = _REGS.sub(lambda m: maps[m.lastgroup].setdefault(
+            m.group(0), f"{m.lastgroup.lower()}{len(maps[m.lastgroup])}"), text)
+        lines.append(_SPACES.sub(" ", text).strip())
     # mark the timed region so a reader sees it
     groups = clock_groups(func)
     marks = {}

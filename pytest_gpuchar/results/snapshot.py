@@ -37,6 +37,21 @@ def _file_name(cls, snapshot_name: str) -> str:
     return f"{clean}.{cls.file_extension}"
 
 
+_NAMES = "_gpuchar_names"
+
+
+def _location_names(cls, test_location) -> tuple[str, str]:
+    """(module directory name, snapshot file name) of a test location, computed once per
+    location: syrupy's `basename` and `snapshot_name` parse the node's path on every access,
+    and the unused-snapshot sweep asks for them once per snapshot file and test (1.2 million
+    times, 29 s of a 128 s static run with the Blackwell archs)."""
+    names = test_location.__dict__.get(_NAMES)
+    if names is None:
+        names = (test_location.basename, _file_name(cls, test_location.snapshot_name))
+        test_location.__dict__[_NAMES] = names
+    return names
+
+
 class SASSSnapshotExtension(SingleFileSnapshotExtension):
     file_extension = "sass"
     _write_mode = WriteMode.TEXT
@@ -55,9 +70,8 @@ class SASSSnapshotExtension(SingleFileSnapshotExtension):
         test of the same module when it looks for unused snapshots: on this suite, thousands
         of files times thousands of tests, minutes at the end of a run.)"""
         head, name = os.path.split(snapshot_location)
-        if os.path.basename(head) != test_location.basename:
-            return False
-        return name == _file_name(cls, test_location.snapshot_name)
+        basename, file_name = _location_names(cls, test_location)
+        return os.path.basename(head) == basename and name == file_name
 
     def serialize(self, data, **kwargs) -> str:
         if not isinstance(data, str):

@@ -56,6 +56,21 @@ def topic_of(item) -> str | None:
     return m.args[0] if m and m.args else None
 
 
+def static_order(items, archs: list[str]) -> list[tuple[str, str]]:
+    """(topic, arch) of the static tests among `items` in the order the run reaches them, so
+    background compiles can be queued in that order: a module's tests run arch after arch, and
+    queued arch by arch the first module's last arch was compiled last (its tests waited for
+    every other part)."""
+    order: dict[tuple[str, str], None] = {}
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        arch = spec.params.get("arch") if spec else None
+        topic = topic_of(item) if arch in archs and item.get_closest_marker("static") else None
+        if topic:
+            order.setdefault((topic, arch), None)
+    return list(order)
+
+
 def groups(names: set[str], arch: str) -> list[Group]:
     """Every group of these topics for `arch` (in registry order)."""
     return [g for t in TOPICS.values() if t.name in names for g in t.groups(arch)]

@@ -35,10 +35,9 @@ def _worth_batching(group, selected: int) -> bool:
 
 
 def _compile(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
-    static = _selected(items, "static") if "static" in kinds else set()
-    if static:
+    if "static" in kinds:
         n = _static_counts(items)
-        gpuchar.builds.offline_groups([g for a in archs for t in static
+        gpuchar.builds.offline_groups([g for t, a in registry.static_order(items, archs)
                                        for g in registry.groups({t}, a)
                                        if g.needed(Stage.STATIC)
                                        and _worth_batching(g, n[(t, a)])], wait=False)
