@@ -60,7 +60,7 @@ def ptx_target(arch: str) -> str:
 def ptx_isa_version(arch: str) -> str:
     """Lowest PTX ISA version that accepts every probe for this target."""
     n = number(arch)
-    if n >= 110:
+    if n == 110:
         return "9.0"
     if n in (103, 121):
         return "8.8"

@@ -223,7 +223,8 @@ def throughput_falls(points: Points, *, schedulers: int = SCHEDULERS,
 
 # --- static checks on counted SASS -------------------------------------------------------------
 
-TENSOR_OPS = ("HMMA*", "IMMA*", "DMMA*", "BMMA*", "QMMA*", "HGMMA*", "IGMMA*", "QGMMA*")
+TENSOR_OPS = ("HMMA*", "IMMA*", "DMMA*", "BMMA*", "QMMA*", "OMMA*", "HGMMA*", "IGMMA*", "QGMMA*")
+# OMMA: sm_120's FP4 (e2m1) mma.sync
 
 
 def tensor_opcodes(instrs) -> Counter:

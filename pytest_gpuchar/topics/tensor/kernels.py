@@ -192,7 +192,8 @@ def sweep_probe(r: TensorRow, arch: str, ilp: int, steps: int = STEPS) -> Tensor
     kernel = timed_kernel(entry, regs, body, results, operands=tuple(operands),
                           smem_words=smem_words, ldmatrix=ldmatrix)
     cls = LdmatrixProbe if ldmatrix else TensorProbe
-    return cls(name, arch, kernel, {steps: entry}, {steps: steps * ilp}, unit=(glob,),
+    target = arch + "a" if r.arch_specific and not arch.endswith("a") else arch
+    return cls(name, target, kernel, {steps: entry}, {steps: steps * ilp}, unit=(glob,),
                per_op=per, chained=True, inputs={steps: regs.inputs},
                out_slots={steps: 2 + len(results) + max(1, len(regs.inputs))},
                isa=isa_version(arch, [r.isa]) if r.isa else None, guarded=False, row=r,
@@ -307,9 +308,11 @@ def static_wgmma_probe(r: WgmmaRow, arch: str) -> WgmmaProbe:
 # --- the probe sets and their modules -------------------------------------------------------
 
 def module_text(arch: str, ps: list[TensorProbe]) -> str:
-    """One module of probes for `arch` (the wgmma probes' target: sm_90a), at the highest PTX
-    ISA version any of them needs."""
-    target = "sm_90a" if any(isinstance(p, WgmmaProbe) for p in ps) else arch
+    """One module of probes for `arch`, at the highest PTX ISA version any of them needs; for
+    the arch-specific target where a probe needs it (wgmma: sm_90a, sm_120's narrow-format
+    mma.sync kinds: sm_120a)."""
+    target = "sm_90a" if any(isinstance(p, WgmmaProbe) for p in ps) else \
+        next((p.arch for p in ps if p.arch.endswith("a")), arch)
     version = isa_version(target, [p.isa for p in ps])
     return ptx.header(target, version) + "\n" + "\n".join(p.kernels for p in ps)
 

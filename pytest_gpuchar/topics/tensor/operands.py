@@ -18,7 +18,12 @@ class SparseMetadataError(ValueError):
 
 # kind -> how one 32-bit (or 64-bit for f64) register is filled
 REG_KINDS = ("f16x2", "bf16x2", "tf32", "f32", "s32", "s8x4", "u8x4", "s4x8", "u4x8", "f64",
-             "e4m3x4", "e5m2x4", "meta.f16", "meta.tf32", "meta.s8", "nonzero")
+             "e4m3x4", "e5m2x4", "e2m1x8", "scale.ue8m0", "scale.ue4m3", "meta.f16", "meta.tf32",
+             "meta.s8", "nonzero")
+# FP4 e2m1 codes of +-0.5 and +-1 (sign, 2 exponent bits, 1 mantissa bit)
+E2M1_CODES = (0b0001, 0b0010, 0b1001, 0b1010)
+# block scales of 1.0 in every byte: ue8m0 2^(127-127), ue4m3 1.0 (exponent 7, bias 7)
+SCALE_ONE = {"scale.ue8m0": 0x7F, "scale.ue4m3": 0x38}
 
 # Valid 4-bit metadata groups: two indices i0 < i1 of the non-zeros in a group of four
 # (2:4 sparsity, PTX ISA "sparse matrix storage"); tf32 is 1:2 stored as index pairs (0,1),
@@ -80,6 +85,10 @@ def draw_regs(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
         dt = ml_dtypes.float8_e4m3fn if kind == "e4m3x4" else ml_dtypes.float8_e5m2
         b = _uniform_pm(rng, 4 * n).astype(dt).view(np.uint8).astype(np.int64)
         return _pack(b, 8)
+    if kind == "e2m1x8":
+        return _pack(rng.choice(E2M1_CODES, 8 * n), 4)
+    if kind in SCALE_ONE:
+        return _pack(np.full(4 * n, SCALE_ONE[kind], np.int64), 8)
     if kind.startswith("meta."):
         allowed = META_NIBBLES[kind.split(".")[1]]
         return _pack(rng.choice(allowed, 8 * n), 4)

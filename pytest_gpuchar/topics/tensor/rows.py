@@ -73,7 +73,9 @@ HOPPER_F64_PEAK_SOURCE = ("NVIDIA H100 Tensor Core GPU Architecture whitepaper (
 # peaks above): the trip counts are sized from them, so a point's span is never shorter than
 # planned (a slower row only runs longer). Sparse rows count dense-equivalent work: twice.
 RATE_BOUND = {"f16": 2048, "bf16": 2048, "tf32": 1024, "e4m3": 4096, "s8": 4096, "u8": 4096,
-              "u4": 8192, "f64": HOPPER_F64_PEAK_FMA}
+              "u4": 8192, "f64": HOPPER_F64_PEAK_FMA,
+              # sm_120's narrow formats: FP8/FP6 at the FP8 bound, FP4 twice that
+              "f8f6f4": 4096, "mxf8f6f4": 4096, "mxf4nvf4": 8192}
 
 
 class Kind(str, Enum):
@@ -134,6 +136,7 @@ class TensorRow:
     isa: str = ""              # minimum PTX ISA version if above the arch default
     why_unsupported: str = ""
     native_from: int = 0       # native again from this arch on (FP8 mma.sync: sm_89, sm_120+)
+    arch_specific: bool = False   # compiled for the arch's "a" target (sm_120a)
 
     @property
     def work(self) -> int:
@@ -239,8 +242,13 @@ class EmulatedRow(TensorRow):
         return None
 
 
-def _mma(name, table, shape, types, a, b, c, sass, fma, min_arch=80, per_op=1, **kw):
-    ptx = f"mma.sync.aligned.{shape}.row.col.{types} {{d}}, {{a}}, {{b}}, {{c}};"
+def _mma(name, table, shape, types, a, b, c, sass, fma, min_arch=80, per_op=1, scale="",
+         **kw):
+    """A dense mma.sync row; `scale`: the block-scale type (.ue8m0 / .ue4m3), the {e} register
+    then holds both operands' scales."""
+    tail = f", {{e}}, {{{{0, 0}}}}, {{e}}, {{{{0, 0}}}}" if scale else ""
+    ptx = (f"mma.sync.aligned.{shape}.row.col.{types}{'.' + scale if scale else ''} "
+           f"{{d}}, {{a}}, {{b}}, {{c}}{tail};")
     return TensorRow(name, table, ptx, a, b, c, sass, per_op, fma, min_arch, **kw)
 
 
@@ -310,6 +318,25 @@ MMA = [
          why_unsupported="no FP8 mma.sync on sm_90..sm_110: ptxas emulates it with "
          "F2FP.F16.E4M3.UNPACK_B conversions + HMMA.16816.F32 (checked by the static emulation "
          "test); Hopper's FP8 tensor path is wgmma (QGMMA), B200's tcgen05; sm_120 has QMMA"),
+    # Blackwell GeForce (sm_120a, PTX ISA 8.7): mma.sync kinds of the narrow formats, with and
+    # without block scaling (one scale register per operand, byte 0 of lane 0: {0, 0}).
+    # sm_100 has none of them (its narrow-format path is tcgen05.mma).
+    *(_mma(name, "blackwell", shape, f"{kind}.f32.{types}.f32", a, b, F32x4, sass, fma,
+           min_arch=120, isa="8.7", arch_specific=True, e=e, scale=scale)
+      for name, shape, kind, types, a, b, sass, fma, e, scale in (
+          ("f8f6f4.e4m3.e2m1.m16n8k32", "m16n8k32", "kind::f8f6f4", "e4m3.e2m1",
+           Frag(4, "e4m3x4"), Frag(2, "e2m1x8"), "QMMA.16832.F32.E4M3.E2M1", 16 * 8 * 32,
+           None, ""),
+          ("mxf8f6f4.e4m3.m16n8k32", "m16n8k32", "kind::mxf8f6f4.block_scale.scale_vec::1X",
+           "e4m3.e4m3", Frag(4, "e4m3x4"), Frag(2, "e4m3x4"),
+           "QMMA.SF.16832.F32.E4M3.E4M3.E8", 16 * 8 * 32, Frag(1, "scale.ue8m0"), "ue8m0"),
+          ("mxf4nvf4.2x.e2m1.m16n8k64", "m16n8k64", "kind::mxf4nvf4.block_scale.scale_vec::2X",
+           "e2m1.e2m1", Frag(4, "e2m1x8"), Frag(2, "e2m1x8"),
+           "OMMA.SF.16864.F32.E2M1.E2M1.E8", 16 * 8 * 64, Frag(1, "scale.ue8m0"), "ue8m0"),
+          ("mxf4nvf4.4x.e2m1.m16n8k64", "m16n8k64", "kind::mxf4nvf4.block_scale.scale_vec::4X",
+           "e2m1.e2m1", Frag(4, "e2m1x8"), Frag(2, "e2m1x8"),
+           "OMMA.SF.16864.F32.E2M1.E2M1.UE4M3.4X", 16 * 8 * 64, Frag(1, "scale.ue4m3"),
+           "ue4m3"))),
 ]
 
 # 004 Tables 6 (A100) and 7 (RTX 3070 Ti): 2:4 sparse mma.sp (fma counted dense-equivalent)

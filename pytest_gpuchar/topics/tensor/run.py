@@ -59,9 +59,13 @@ def groups(arch: str) -> list[Group]:
     """The hardware sweep (parts gpuchar_tensor<i>.ptx) and, on sm_90, the wgmma module
     (gpuchar_wgmma.ptx); the static suite's modules: ILP 1 of every row, the wgmma rows,
     the MOVM layouts and the emulated rows."""
+    static = kernels.static_probes(arch)[0]
+    specific = arch + "a"     # rows of the arch-specific target (sm_120a), their own module
     out = [sweep_group(arch), wgmma_group(arch),
-           Group("tensor_static", arch, kernels.static_probes(arch)[0], text=_text(arch),
+           Group("tensor_static", arch, [p for p in static if p.arch == arch], text=_text(arch),
                  stage=Stage.STATIC),
+           Group("tensor_static_a", specific, [p for p in static if p.arch == specific],
+                 text=_text(specific), stage=Stage.STATIC),
            Group("wgmma_static", "sm_90a", kernels.wgmma_static(arch), text=_text(arch),
                  stage=Stage.STATIC)]
     if archs.number(arch) >= 70:

@@ -51,3 +51,17 @@ def test_ptx_isa_version_grows_with_arch():
     versions = [tuple(map(int, archs.ptx_isa_version(a).split(".")))
                 for a in ("sm_70", "sm_80", "sm_89", "sm_90", "sm_100")]
     assert versions == sorted(versions)
+
+
+@pytest.mark.parametrize("arch, version", [
+    ("sm_90", "8.0"), ("sm_90a", "8.0"), ("sm_100", "8.7"), ("sm_100a", "8.7"),
+    ("sm_103", "8.8"), ("sm_103a", "8.8"), ("sm_110", "9.0"), ("sm_120", "8.7"),
+    ("sm_120a", "8.7"), ("sm_121", "8.8"), ("sm_121a", "8.8")])
+def test_blackwell_ptx_isa_versions(arch, version):
+    """The lowest PTX ISA each target accepts (8.7 rejects sm_103 and sm_121)."""
+    assert archs.ptx_isa_version(arch) == version
+
+
+def test_static_archs_include_blackwell():
+    assert archs.STATIC_ARCHS[-4:] == ("sm_100", "sm_103", "sm_120", "sm_121")
+    assert all(archs.validate(a) == a for a in ("sm_100a", "sm_103a", "sm_120a", "sm_121a"))

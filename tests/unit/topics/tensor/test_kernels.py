@@ -79,14 +79,23 @@ def test_module_text_takes_the_highest_isa_and_the_wgmma_target():
     wg = kernels.wgmma_static("sm_90")
     assert kernels.module_text("sm_90", wg).startswith(".version 8.0\n.target sm_90a\n")
     assert kernels.wgmma_static("sm_89") == []
+    nv = kernels.sweep_probe(rows.row("mma", "mxf4nvf4.4x.e2m1.m16n8k64"), "sm_120", 1)
+    assert nv.arch == "sm_120a"
+    assert kernels.module_text("sm_120", [mma_120 := kernels.sweep_probe(
+        rows.row("mma", "f16.f32.m16n8k16"), "sm_120", 1), nv]).startswith(
+        ".version 8.7\n.target sm_120a\n")
+    assert kernels.module_text("sm_120", [mma_120]).startswith(".version 8.7\n.target sm_120\n")
 
 
 def test_static_probes_skip_with_a_reason():
     ps, skipped = kernels.static_probes("sm_90")
+    blackwell = {f"mma/{r.name}": r.supported("sm_90") for r in rows.MMA
+                 if r.table == "blackwell"}
+    assert len(blackwell) == 4 and all("needs sm_120+" in w for w in blackwell.values())
     assert skipped == {"mma/e4m3.f32.m16n8k32": rows.row("mma", "e4m3.f32.m16n8k32")
                        .supported("sm_90"),
                        "wmma/u4.s32.m8n8k32": rows.row("wmma", "u4.s32.m8n8k32")
-                       .supported("sm_90")}
+                       .supported("sm_90"), **blackwell}
     assert all(p.ilp == 1 for p in ps)
     with pytest.raises(kernels.Unsupported, match="^static: "):
         kernels.static_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_61")

@@ -99,3 +99,20 @@ def test_ldmatrix_pointer_chase_is_a_fixed_point(k, ilp):
             assert len(set(rows_[8 * m:8 * m + 8] % 8)) == 8   # one 128-byte phase, no conflict
         got = np.array([fill[addr[t // 4] // 4 + t % 4] for t in range(32)])
         assert (got == addr).all()
+
+
+def test_blackwell_narrow_format_registers():
+    """e2m1 nibbles are +-0.5 / +-1 (never zero); block scales are 1.0 in every byte."""
+    import ml_dtypes
+    import numpy as np
+    from pytest_gpuchar.topics.tensor import operands
+    rng = np.random.default_rng(0)
+    words = operands.draw_regs("e2m1x8", 64, rng)
+    nibbles = [(int(w) >> (4 * k)) & 0xF for w in words for k in range(8)]
+    values = np.array(nibbles, np.uint8).view(ml_dtypes.float4_e2m1fn).astype(np.float32) \
+        if hasattr(ml_dtypes, "float4_e2m1fn") else None
+    assert set(nibbles) <= {0b0001, 0b0010, 0b1001, 0b1010}
+    if values is not None:
+        assert set(np.abs(values)) == {0.5, 1.0}
+    assert set(operands.draw_regs("scale.ue8m0", 3, rng)) == {0x7F7F7F7F}
+    assert set(operands.draw_regs("scale.ue4m3", 3, rng)) == {0x38383838}

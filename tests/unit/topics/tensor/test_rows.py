@@ -86,3 +86,17 @@ def test_rate_bounds():
     assert rows.row("mma.sp", "f16.f32.m16n8k32").rate_bound == 4096      # dense-equivalent
     assert rows.row("ldmatrix", "x4").rate_bound == rows.SMEM_BYTES_PER_CLK
     assert all(r.rate_bound > 0 for rs in rows.tables().values() for r in rs)
+
+
+def test_blackwell_narrow_format_rows():
+    """sm_120's mma.sync kinds: sm_120a only (sm_100 has tcgen05 instead), PTX ISA 8.7, the
+    block-scaled ones with one scale register for both operands."""
+    names = {r.name: r for r in rows.MMA if r.table == "blackwell"}
+    assert set(names) == {"f8f6f4.e4m3.e2m1.m16n8k32", "mxf8f6f4.e4m3.m16n8k32",
+                          "mxf4nvf4.2x.e2m1.m16n8k64", "mxf4nvf4.4x.e2m1.m16n8k64"}
+    nv = names["mxf4nvf4.4x.e2m1.m16n8k64"]
+    assert nv.arch_specific and nv.isa == "8.7" and nv.supported("sm_120") is None
+    assert "needs sm_120+" in nv.supported("sm_100")
+    text = nv.ptx.format(d="{d}", a="{a}", b="{b}", c="{c}", e="%s")
+    assert text.endswith(".f32.ue4m3 {d}, {a}, {b}, {c}, %s, {0, 0}, %s, {0, 0};")
+    assert "scale" not in names["f8f6f4.e4m3.e2m1.m16n8k32"].ptx
