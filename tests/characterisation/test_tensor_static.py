@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuchar.fixtures import assert_results
-from pytest_gpuchar.topics.tensor import analysis, kernels, probes, rows, run
+from pytest_gpuchar.topics.tensor import analysis, kernels, probes, rows, run, tcgen05
 
 pytestmark = pytest.mark.topic("tensor")
 
@@ -28,6 +28,7 @@ ROWS_MMA = [pytest.param(r, id=r.name) for r in rows.MMA]
 ROWS_SP = [pytest.param(r, id=r.name) for r in rows.MMA_SP]
 ROWS_LDM = [pytest.param(r, id=r.name) for r in rows.LDMATRIX]
 ROWS_WG = [pytest.param(r, id=r.name) for r in rows.WGMMA]
+ROWS_TC05 = [pytest.param(r, id=r.name) for r in tcgen05.ROWS]
 LAYOUTS = [pytest.param(lay, t, id=f"{lay}-{t}") for lay, t in kernels.movm_layouts()]
 
 
@@ -88,3 +89,12 @@ def test_not_tensor_core_instructions(arch, offline_tools, gpuchar):
     HMMA.884. On sm_90 FP8 mma.sync becomes F2FP conversions + f16 HMMA (no FP8 tensor op)
     and u4 wmma a subroutine (no INT4 tensor cores)."""
     assert_results([], run.emulated(gpuchar, arch))
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("row", ROWS_TC05)
+def test_blackwell_tcgen05_sass(arch, row, static_check):
+    """B200 / B300 (sm_100a, sm_103a): one tcgen05.mma of each kind and its commit become
+    exactly one UTC*MMA (UTCHMMA f16/tf32, UTCQMMA f8f6f4 and mxf8f6f4, UTCIMMA i8, UTCOMMA
+    mxf4nvf4) and one UTCBAR; snapshotted."""
+    static_check(tcgen05.probe(row, arch))

@@ -18,7 +18,8 @@ from ...core.gpu import LaunchRefused
 from ...core.jit import JITError
 from ...core.probe import Probe
 from ...core.verify import ProbeInvalid
-from . import analysis, clock_load_run, fp8_emulation_run, kernels, operands, wgmma_depth_run
+from . import (analysis, clock_load_run, fp8_emulation_run, kernels, operands, tcgen05,
+               wgmma_depth_run)
 from .probes import WARP, TensorProbe, Unsupported, check_wgmma_log, never_executed
 
 if TYPE_CHECKING:
@@ -67,7 +68,8 @@ def groups(arch: str) -> list[Group]:
            Group("tensor_static_a", specific, [p for p in static if p.arch == specific],
                  text=_text(specific), stage=Stage.STATIC),
            Group("wgmma_static", "sm_90a", kernels.wgmma_static(arch), text=_text(arch),
-                 stage=Stage.STATIC)]
+                 stage=Stage.STATIC),
+           Group("tcgen05_static", specific, tcgen05.probes(arch), stage=Stage.STATIC)]
     if archs.number(arch) >= 70:
         out += [Group("tensor_movm", arch, movm_probes(arch),
                       text=lambda _: kernels.movm_module(arch), stage=Stage.STATIC),
