@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -72,6 +73,50 @@ class Built:
     compiled: jit.Compiled | None = None      # driver JIT (launchable)
 
 
+_HEADER = re.compile(r"\A\.version (\d+)\.(\d+)\n\.target (\S+)\n\.address_size 64\n")
+
+
+def merge_jobs(jobs: list[tuple]) -> list[tuple]:
+    """One module per arch, compiler and .target out of the parts of a static run: nvdisasm
+    costs about 0.5 s per cubin whatever its size (CUDA 13, 2-core machine), more than ptxas
+    for most parts, and an arch has ten or more parts. The merged module takes the highest PTX
+    ISA version of its parts; kernels are compiled one by one, so the SASS is that of the
+    parts (the committed snapshots check it). Parts keep their order; a part whose text does
+    not open with the plain header stays on its own. A merged job carries its parts, which
+    are assembled one by one if the merged module fails."""
+    order: list = []
+    merged: dict[tuple, list] = {}
+    for job in jobs:
+        arch, tool, part, text, name = job
+        m = _HEADER.match(text)
+        if not m:
+            order.append(job)
+            continue
+        key = (arch, tool.path, tool.version, m.group(3))
+        if key not in merged:
+            merged[key] = []
+            order.append(key)
+        merged[key].append((job, (int(m.group(1)), int(m.group(2))), m.end()))
+    result = []
+    for item in order:
+        if len(item) == 5:
+            result.append(item)          # a job left alone
+            continue
+        pieces = merged[item]
+        if len(pieces) == 1:
+            result.append(pieces[0][0])
+            continue
+        arch, tool = pieces[0][0][0], pieces[0][0][1]
+        major, minor = max(version for _, version, _ in pieces)
+        target = item[3]
+        text = (f".version {major}.{minor}\n.target {target}\n.address_size 64\n" +
+                "".join("\n" + job[3][end:] for job, _, end in pieces))
+        probes = [p for job, _, _ in pieces for p in job[2]]
+        result.append((arch, tool, probes, text, f"gpuchar_{target}_merged.ptx",
+                       tuple(job[2:] for job, _, _ in pieces)))
+    return result
+
+
 class Builds:
     """The session's compiled modules."""
 
@@ -121,6 +166,7 @@ class Builds:
                 jobs += [(g.arch, tool, part, text, name) for part, text, name in sub.parts()]
         if not jobs:
             return
+        jobs = merge_jobs(jobs)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 2,
                                             thread_name_prefix="gpuchar-ptxas")
@@ -135,11 +181,13 @@ class Builds:
                 fut.result()
 
     def _build_part(self, arch: str, tool: toolchain.Tool, part: list[Probe], text: str,
-                    name: str) -> None:
+                    name: str, pieces: tuple = ()) -> None:
         try:
             funcs = self.offline_module(arch, text, name)[1]
         except toolchain.AssemblyError:
-            return      # this part's probes are assembled alone later
+            for piece in pieces:        # a merged module failed: its parts one by one
+                self._build_part(arch, tool, *piece)
+            return      # (a single part's probes are assembled alone later)
         with self._lock:
             for p in part:
                 self._offline_probe[(arch, tool.version, p.digest)] = {

@@ -76,3 +76,49 @@ def test_chunks_deal_round_robin_and_never_empty():
     assert jit.chunks([1, 2], 8) == [[1], [2]]
     assert jit.chunks([1, 2, 3], 1) == [[1, 2, 3]]
     assert 1 <= jit.chunk_count() <= 8
+
+
+def _job(arch, tool, n, version="8.0", target=None, name=None):
+    text = (f".version {version}\n.target {target or arch}\n.address_size 64\n\n"
+            f".visible .entry k{n}() {{ ret; }}\n")
+    return (arch, tool, [f"probe{n}"], text, name or f"part{n}.ptx")
+
+
+def test_static_parts_merge_per_arch_compiler_and_target():
+    """nvdisasm's cost per cubin: one module per (arch, ptxas, .target), the highest ISA
+    version, the parts' kernels in order; each merged job keeps its parts."""
+    tool = toolchain.Tool("ptxas", "/x/ptxas", "13.5.37", "wheel")
+    jobs = [_job("sm_90", tool, 0), _job("sm_90", tool, 1, version="8.4"),
+            _job("sm_90a", tool, 2, target="sm_90a"), _job("sm_80", tool, 3, version="7.1"),
+            _job("sm_90", tool, 4, version="8.0"), _job("sm_90a", tool, 5, target="sm_90a")]
+    out = build.merge_jobs(jobs)
+    assert [(j[0], j[2]) for j in out] == [("sm_90", ["probe0", "probe1", "probe4"]),
+                                           ("sm_90a", ["probe2", "probe5"]),
+                                           ("sm_80", ["probe3"])]
+    sm90 = out[0]
+    assert sm90[3].startswith(".version 8.4\n.target sm_90\n.address_size 64\n")
+    assert sm90[3].count(".visible .entry") == 3 and sm90[3].count(".version") == 1
+    assert [p[0] for p in sm90[5]] == [["probe0"], ["probe1"], ["probe4"]]
+    assert out[2] == jobs[3]          # alone: unchanged
+
+
+def test_a_merged_module_that_fails_assembles_its_parts(monkeypatch):
+    tool = toolchain.Tool("ptxas", "/x/ptxas", "13.5.37", "wheel")
+    from types import SimpleNamespace
+    jobs = [_job("sm_90", tool, 0), _job("sm_90", tool, 1)]
+    for j in jobs:
+        j[2][0] = SimpleNamespace(entries={1: "k"}, digest=j[4])
+    merged = build.merge_jobs(jobs)[0]
+    seen = []
+
+    def offline_module(self, arch, text, name="module", tool=None):
+        seen.append(name)
+        if "merged" in name:
+            raise toolchain.AssemblyError("duplicate symbol")
+        return tool, {"k": name}
+
+    monkeypatch.setattr(build.Builds, "offline_module", offline_module)
+    b = build.Builds()
+    b._build_part(*merged)
+    assert seen == ["gpuchar_sm_90_merged.ptx", "part0.ptx", "part1.ptx"]
+    assert b._offline_probe[("sm_90", "13.5.37", "part1.ptx")] == {"k": "part1.ptx"}
