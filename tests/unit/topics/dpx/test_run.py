@@ -2,7 +2,6 @@
 and its result check, the throughput fit, once per session."""
 from __future__ import annotations
 
-import sys
 import types
 
 import numpy as np
@@ -14,26 +13,6 @@ from pytest_gpuchar.core.loop import LoopVerdict
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.dpx import analysis, kernels, rows, run
-
-
-class _FakeCupy:
-    class Array(np.ndarray):
-        def get(self):
-            return np.asarray(self).copy()
-
-    class CUDADriverError(Exception):
-        pass
-
-    def __init__(self):
-        self.cuda = types.SimpleNamespace(
-            driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
-
-    def asarray(self, x):
-        return np.asarray(x).view(self.Array)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(self.Array)
 
 
 class _Chain:
@@ -88,7 +67,6 @@ class _Builds:
 
 
 def _session(monkeypatch, make, verdict):
-    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
     monkeypatch.setattr(kernels.DpxProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
     monkeypatch.setattr(kernels.LoopProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
     dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0, sm_count=4,
@@ -97,7 +75,7 @@ def _session(monkeypatch, make, verdict):
                                  repeats=5, verify=lambda p, f: verdict)
 
 
-def test_latency_on_a_fake_gpu(monkeypatch):
+def test_latency_on_a_fake_gpu(fake_cupy, monkeypatch):
     row = rows.row("viaddmax_s16x2")
     s = _session(monkeypatch, lambda p, e: _Chain(row, "sm_90", int(e.rsplit("_n", 1)[1])),
                  Verdict(True, {"VIADDMNMX.S16x2": 1.0}, message="exact"))
@@ -113,7 +91,7 @@ def test_latency_on_a_fake_gpu(monkeypatch):
     assert s.builds.jits == 1                       # measured once per session
 
 
-def test_latency_results_are_checked(monkeypatch):
+def test_latency_results_are_checked(fake_cupy, monkeypatch):
     row = rows.row("vibmin_s16x2")
     s = _session(monkeypatch,
                  lambda p, e: _Chain(row, "sm_90", int(e.rsplit("_n", 1)[1]), wrong=True),
@@ -123,7 +101,7 @@ def test_latency_results_are_checked(monkeypatch):
     assert "differ from the CPU reference" in m.checks[0] and "op 0 e" in m.checks[0]
 
 
-def test_throughput_on_a_fake_gpu(monkeypatch):
+def test_throughput_on_a_fake_gpu(fake_cupy, monkeypatch):
     row = rows.row("vimax3_s32")
     s = _session(monkeypatch, lambda p, e: _Loop(32.0),
                  LoopVerdict(True, {"VIMNMX3": 1.0}, message="loop",
@@ -137,7 +115,7 @@ def test_throughput_on_a_fake_gpu(monkeypatch):
     assert "4 per SM" in f.method and "[64, 128, 192]" in f.method
 
 
-def test_throughput_not_applicable_rows(monkeypatch):
+def test_throughput_not_applicable_rows(fake_cupy, monkeypatch):
     s = _session(monkeypatch, lambda p, e: None, None)
     from pytest_gpuchar.core.probe import NotApplicable
     with pytest.raises(NotApplicable, match="predicate"):

@@ -2,7 +2,6 @@
 a fake GPU (no CUDA)."""
 from __future__ import annotations
 
-import sys
 import types
 
 import numpy as np
@@ -70,29 +69,6 @@ def test_work_accounting():
     assert run.geometry(Load.WGMMA, 132) == (132, 256) and run.geometry(Load.IDLE, 132) == (1, 32)
 
 
-class _FakeCupy:
-    class Array(np.ndarray):
-        def get(self):
-            return np.asarray(self).copy()
-
-    class CUDADriverError(Exception):
-        pass
-
-    def __init__(self):
-        self.cuda = types.SimpleNamespace(
-            driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
-
-    def asarray(self, x):
-        return np.asarray(x).view(self.Array)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(self.Array)
-
-    def arange(self, n, dtype):
-        return np.zeros(4, dtype).view(self.Array)       # the streamed buffer: not read here
-
-
 MHZ = {Load.IDLE: 1980.0, Load.FFMA: 1755.0, Load.WGMMA: 1620.0, Load.HBM: 1980.0}
 PER_CLK = {Load.FFMA: 250.0, Load.WGMMA: 4000.0, Load.IDLE: 1.0, Load.HBM: 100.0}
 
@@ -114,8 +90,9 @@ class _LoadKernel:
             rec[w] = (100, 100 + cycles, 7000, 7000 + ns, w * self.sms // rec.shape[0])
 
 
-def test_campaign_on_a_fake_gpu(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
+def test_campaign_on_a_fake_gpu(fake_cupy, monkeypatch):
+    # the HBM load's streamed buffer is never read here: a stub in place of its arange
+    fake_cupy.arange = lambda n, dtype: np.zeros(4, dtype).view(fake_cupy.Array)
     monkeypatch.setattr(cl.LoadProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
     dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0, sm_count=4,
                                 shared_per_sm=228 * 1024, sm_clock_max_mhz=1980.0,

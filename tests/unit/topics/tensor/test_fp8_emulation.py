@@ -2,7 +2,6 @@
 SASS, the point fits and the figures on a fake GPU."""
 from __future__ import annotations
 
-import sys
 import types
 
 import numpy as np
@@ -64,26 +63,6 @@ def test_point():
     assert pt.throughput == pytest.approx(fe.FLOP * 2 * 4 / 40.0, rel=1e-3)
 
 
-class _FakeCupy:
-    class Array(np.ndarray):
-        def get(self):
-            return np.asarray(self).copy()
-
-    class CUDADriverError(Exception):
-        pass
-
-    def __init__(self):
-        self.cuda = types.SimpleNamespace(
-            driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
-
-    def asarray(self, x):
-        return np.asarray(x).view(self.Array)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(self.Array)
-
-
 class _Kernel:
     max_threads_per_block = 256
 
@@ -99,8 +78,7 @@ class _Kernel:
             out[t] = (t // 32 * 3, t // 32 * 3 + 200 + self.n * step, 0)
 
 
-def test_figures_on_a_fake_gpu(monkeypatch):
-    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
+def test_figures_on_a_fake_gpu(fake_cupy, monkeypatch):
     monkeypatch.setattr(fe.EmulationProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
     native = wa.Point(wgmma_depth_rows.LATENCY, 1, 128.0, 128.0, 8192.0, 0.0, False)
     monkeypatch.setattr(run.wgmma_depth_run, "row_run",

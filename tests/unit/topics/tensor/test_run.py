@@ -57,28 +57,6 @@ def test_sweep_json():
 
 # --- the sweep on a fake GPU: the launches, the jobs the kernels' limits refuse, the figures ---
 
-class _FakeCupy:
-    """numpy in place of CuPy; a launch writes each thread's clocks as a kernel would."""
-
-    class Array(np.ndarray):
-        def get(self):
-            return np.asarray(self).copy()
-
-    class CUDADriverError(Exception):
-        pass
-
-    def __init__(self):
-        self.cuda = types.SimpleNamespace(
-            driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
-
-    def asarray(self, x):
-        return np.asarray(x).view(self.Array)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(self.Array)
-
-
 class _Kernel:
     """A launch writes each thread's clocks as the loop kernel would: warp w starts at w
     (the start skew), every chain step takes `step(warps)` cycles, 80 cycles fixed."""
@@ -94,7 +72,7 @@ class _Kernel:
         out, d_in, d_fill, trips = args
         assert d_in.shape[0] == block[0] and shared_mem == 0 and trips >= 1
         if block[0] == 512:
-            raise _FakeCupy.CUDADriverError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+            raise sys.modules["cupy"].CUDADriverError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
         _Kernel.launches.append((self.entry, block[0], int(trips)))
         warps = block[0] // 32
         out[:, 0] = np.arange(block[0]) // 32
@@ -124,7 +102,6 @@ class _Builds:
 
 
 def _session(monkeypatch, ilps=(1, 2), step=None, name="f16.f32.m16n8k16"):
-    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
     row = rows.row("mma", name)
     monkeypatch.setattr(run.kernels, "hardware_probes",
                         lambda arch: [kernels.sweep_probe(row, arch, k) for k in ilps])
@@ -140,7 +117,7 @@ def _session(monkeypatch, ilps=(1, 2), step=None, name="f16.f32.m16n8k16"):
                                       runs=RunCache(), repeats=3)
 
 
-def test_sweep_on_a_fake_gpu(monkeypatch):
+def test_sweep_on_a_fake_gpu(fake_cupy, monkeypatch):
     """Every (probe, block size) launched 1 + repeats times at each of its three trip counts;
     a kernel's thread limit and a refused launch are recorded as skipped; the rows' figures,
     their loop accounting and trip counts, and SASS come from the points."""
@@ -178,7 +155,7 @@ def test_sweep_on_a_fake_gpu(monkeypatch):
         figures.sweep_row(session, rows.row("mma", "e4m3.f32.m16n8k32"), "sm_80")
 
 
-def test_falling_throughput_is_the_rows_check(monkeypatch):
+def test_falling_throughput_is_the_rows_check(fake_cupy, monkeypatch):
     """12 warps run slower per warp than 4 and 8 on the fake: the sweep's invariant fails the row
     (a check), naming the ILP, the warps and the figures."""
     row, session = _session(monkeypatch, ilps=(1,),
@@ -188,7 +165,7 @@ def test_falling_throughput_is_the_rows_check(monkeypatch):
     assert "ILP 1: throughput falls from 512.0 at 8 warps to 341.3 at 12 warps" in m.checks[1]
 
 
-def test_sweep_json_records_the_loops(monkeypatch):
+def test_sweep_json_records_the_loops(fake_cupy, monkeypatch):
     _, session = _session(monkeypatch, ilps=(1,))
     out = json.loads(run.sweep(session, "sm_80").dump())
     pt = out["points"]["mma/f16.f32.m16n8k16"]["w4_ilp1"]
@@ -197,7 +174,7 @@ def test_sweep_json_records_the_loops(monkeypatch):
         rows.STEPS
 
 
-def test_wgmma_on_a_fake_gpu(monkeypatch):
+def test_wgmma_on_a_fake_gpu(fake_cupy, monkeypatch):
     """The latency loop (one warpgroup, its fixed trip counts) gives the completion latency
     per trip; the throughput loop over warpgroups gives cycles per wgmma and FLOP/clk/SM."""
     row, session = _session(monkeypatch, ilps=())
@@ -219,7 +196,7 @@ def test_wgmma_on_a_fake_gpu(monkeypatch):
     assert f["throughput"].data["falls_with_warpgroups"] == []
 
 
-def test_hopper_fp64_rows_report_achieved_peak(monkeypatch):
+def test_hopper_fp64_rows_report_achieved_peak(fake_cupy, monkeypatch):
     """The FP64 m16n8kK rows on sm_90: the Table 3 figures plus throughput_peak over the
     documented 128 FMA/clk/SM (H100 whitepaper)."""
     row, session = _session(monkeypatch, ilps=(1,), name="f64.f64.m16n8k16",

@@ -2,7 +2,6 @@
 loop verification on synthetic SASS, the point fits, and the figures on a fake GPU."""
 from __future__ import annotations
 
-import sys
 import types
 
 import numpy as np
@@ -133,26 +132,6 @@ def test_point_fits_the_sm_span_and_cancels_the_skew():
 
 # --- the figures on a fake GPU --------------------------------------------------------------
 
-class _FakeCupy:
-    class Array(np.ndarray):
-        def get(self):
-            return np.asarray(self).copy()
-
-    class CUDADriverError(Exception):
-        pass
-
-    def __init__(self):
-        self.cuda = types.SimpleNamespace(
-            driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
-
-    def asarray(self, x):
-        return np.asarray(x).view(self.Array)
-
-    def zeros(self, shape, dtype):
-        return np.zeros(shape, dtype).view(self.Array)
-
-
 class _Loop:
     """A loop kernel: a trip of C wgmma costs max(latency, C x W x issue) cycles on the SM."""
     max_threads_per_block = 384
@@ -169,7 +148,6 @@ class _Loop:
 
 
 def _session(monkeypatch, verdict_trips):
-    monkeypatch.setitem(sys.modules, "cupy", _FakeCupy())
     monkeypatch.setattr(wd.DepthProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
 
     class Builds:
@@ -188,7 +166,7 @@ def _session(monkeypatch, verdict_trips):
                                  repeats=3, verify=lambda p, f: verdict)
 
 
-def test_row_figures_on_a_fake_gpu(monkeypatch):
+def test_row_figures_on_a_fake_gpu(fake_cupy, monkeypatch):
     r = rows.row("f16.f32.m64n8k16")
     s = _session(monkeypatch, {c.tag: {"loop_control": {"BRA": 1}} for c in r.configs})
     m = run.row_figures(s, r, "sm_90")
@@ -207,7 +185,7 @@ def test_row_figures_on_a_fake_gpu(monkeypatch):
         run.row_figures(s, r, "sm_80")
 
 
-def test_swizzle_rows_compare_with_no_swizzle(monkeypatch):
+def test_swizzle_rows_compare_with_no_swizzle(fake_cupy, monkeypatch):
     r = rows.row("f16.f32.m64n128k16.swizzle_64B")
     s = _session(monkeypatch, {c.tag: {"loop_control": {}} for c in r.configs})
     m = run.row_figures(s, r, "sm_90")
