@@ -84,25 +84,22 @@ def merge_jobs(jobs: list[tuple]) -> list[tuple]:
     parts (the committed snapshots check it). Parts keep their order; a part whose text does
     not open with the plain header stays on its own. A merged job carries its parts, which
     are assembled one by one if the merged module fails."""
-    order: list = []
+    order: list[tuple[str, tuple]] = []     # ("alone", job) or ("merged", key of `merged`)
     merged: dict[tuple, list] = {}
     for job in jobs:
         arch, tool, part, text, name = job
         m = _HEADER.match(text)
         if not m:
-            order.append(job)
+            order.append(("alone", job))
             continue
         key = (arch, tool.path, tool.version, m.group(3))
         if key not in merged:
             merged[key] = []
-            order.append(key)
+            order.append(("merged", key))
         merged[key].append((job, (int(m.group(1)), int(m.group(2))), m.end()))
     result = []
-    for item in order:
-        if len(item) == 5:
-            result.append(item)          # a job left alone
-            continue
-        pieces = merged[item]
+    for kind, item in order:
+        pieces = merged[item] if kind == "merged" else [(item, None, None)]
         if len(pieces) == 1:
             result.append(pieces[0][0])
             continue
