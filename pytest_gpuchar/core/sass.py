@@ -14,6 +14,9 @@ _LABEL_RE = re.compile(r"^(?P<name>\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$")
 # Special-register reads that can read the clock: CS2R / S2R into a register, S2UR and (ptxas
 # 13.x for sm_120) CS2UR into a uniform register.
 CLOCK_READ_OPCODES = ("CS2R", "CS2UR", "S2R", "S2UR")
+# Tensor-core instructions by base opcode: mma.sync / wmma (HMMA, IMMA, DMMA, BMMA, QMMA FP8,
+# OMMA FP4 on sm_120) and Hopper's wgmma (HGMMA, IGMMA, QGMMA)
+TENSOR_OPCODES = ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "OMMA", "HGMMA", "IGMMA", "QGMMA")
 
 
 @dataclass(frozen=True)

@@ -151,7 +151,7 @@ def module_ptx(arch: str, rows: list[MmaRow] | None = None) -> tuple[str, list[M
 
 # --- what the SASS says ---------------------------------------------------------------------
 
-TENSOR_OPS = ("HMMA", "QMMA", "OMMA", "IMMA", "DMMA", "HGMMA", "QGMMA")
+TENSOR_OPS = sass.TENSOR_OPCODES
 FPU_OPS = ("FADD", "FFMA", "FMUL", "HADD2", "HFMA2", "HMUL2", "FMNMX", "HMNMX2", "DADD",
            "DFMA", "DMUL")
 CONVERT_OPS = ("F2FP", "F2F", "I2F", "F2I")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...core import sass
 from ...core.fit import fit, iqr, least_squares
 from ...core.verify import matches
 from .rows import (MIN_TRIPS, PAPER_TABLE_III, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP,
@@ -223,8 +224,7 @@ def throughput_falls(points: Points, *, schedulers: int = SCHEDULERS,
 
 # --- static checks on counted SASS -------------------------------------------------------------
 
-TENSOR_OPS = ("HMMA*", "IMMA*", "DMMA*", "BMMA*", "QMMA*", "OMMA*", "HGMMA*", "IGMMA*", "QGMMA*")
-# OMMA: sm_120's FP4 (e2m1) mma.sync
+TENSOR_OPS = tuple(f"{op}*" for op in sass.TENSOR_OPCODES)
 
 
 def tensor_opcodes(instrs) -> Counter:
