@@ -142,16 +142,18 @@ class Builds:
                 self._offline[key] = funcs
         return tool, self._offline[key]
 
-    def offline_groups(self, groups: list[Group], *, wait: bool = True) -> None:
+    def offline_groups(self, groups: list[Group], *, wait: bool = True,
+                       version: str | None = None) -> None:
         """Assemble every part of these groups, one ptxas + nvdisasm process per part, as
         many at once as there are cores; remember each probe's SASS. With wait=False the
         parts compile in the background while tests run (`offline` waits for the part of
-        the probe it is asked for). Tools missing: nothing is done (the static tests skip
-        with the install command)."""
+        the probe it is asked for). `version`: the ptxas of that CUDA version (a driver's,
+        for comparing its JIT with the offline compiler), else the preferred one. Tools
+        missing: nothing is done (the static tests skip with the install command)."""
         jobs = []
         for g in groups:
             try:
-                tool = toolchain.find("ptxas", g.arch)
+                tool = toolchain.find("ptxas", g.arch, version)
                 toolchain.find("nvdisasm", g.arch)
             except toolchain.ToolMissing:
                 continue
@@ -180,7 +182,7 @@ class Builds:
     def _build_part(self, arch: str, tool: toolchain.Tool, part: list[Probe], text: str,
                     name: str, pieces: tuple = ()) -> None:
         try:
-            funcs = self.offline_module(arch, text, name)[1]
+            funcs = self.offline_module(arch, text, name, tool)[1]
         except toolchain.AssemblyError:
             for piece in pieces:        # a merged module failed: its parts one by one
                 self._build_part(arch, tool, *piece)

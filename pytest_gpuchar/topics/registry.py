@@ -18,6 +18,9 @@ class Topic:
     name: str
     package: str          # the topic's package under pytest_gpuchar.topics
     doc: str
+    # its hardware figures compare the driver's SASS with the offline ptxas of the driver's
+    # CUDA version: a hardware run assembles its modules with that ptxas too
+    jit_vs_ptxas: bool = False
 
     def groups(self, arch: str) -> list[Group]:
         """The modules this topic compiles for `arch` (its run module's `groups(arch)`)."""
@@ -26,7 +29,8 @@ class Topic:
 
 
 TOPICS = {t.name: t for t in (
-    Topic("instructions", "instructions", "Tables I, II, V: latency and CPI per PTX instruction"),
+    Topic("instructions", "instructions", "Tables I, II, V: latency and CPI per PTX instruction",
+          jit_vs_ptxas=True),
     Topic("memory", "memory", "Table IV, Table 10, cache staircase: the memory hierarchy"),
     Topic("tensor", "tensor", "Table III, 004 Tables 3-9, wgmma: tensor-core speed"),
     Topic("numerics", "numerics", "004 Tables 12-15, Fasi: tensor-core numerics"),

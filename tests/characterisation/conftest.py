@@ -46,6 +46,11 @@ def _compile(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     if dev and dev.arch in archs and hardware:
         gpuchar.builds.prefetch(dev, [g for g in registry.groups(hardware, dev.arch)
                                       if g.needed(Stage.HARDWARE)])
+        # the offline ptxas of the driver's CUDA version, which the figures compare with the
+        # driver's SASS: one module per part, not one ptxas per probe (H100: 134 s of a night)
+        compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
+        gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
+                                      version=dev.cuda_driver_api)
 
 
 @pytest.fixture(autouse=True)

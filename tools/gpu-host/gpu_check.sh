@@ -10,6 +10,10 @@
 #              ($GPUCHAR_N1: night 1's folder when it ran in an earlier call)
 #   diag       pytest on $GPUCHAR_DIAG (test ids) alone, under a 150 s timeout, -x
 #   fresh      gpuchar-nightly against the committed baseline only (a fresh machine's first night)
+#   fleet      (several GPUs) the suite with -n <GPUs>, --gpuchar-distribute=replicate then
+#              split: wall times, the report's results per GPU, the board-to-board table
+#   kill       (several GPUs) a replicate run whose newest worker is killed (-9) after
+#              $GPUCHAR_KILL_S (60) s: exit code and what its report kept
 #   demo       pytest --snapshot-update -k add on Table II into a copy of the expectations:
 #              the diff of what it accepted
 # $GPUCHAR_EXTRA: pytest arguments added to both nights (e.g. --deselect of a probe that hangs).
@@ -66,6 +70,29 @@ for step in ${STEPS//,/ }; do
     fresh)
       nightly --out "$OUT/n0" > "$LOGS/n0.txt" 2>&1
       echo "fresh night vs committed baseline: exit $? $(tail -1 "$LOGS/n0.txt" | cut -c1-200)";;
+    fleet)
+      n=$(nvidia-smi -L | grep -c '^GPU')
+      for mode in replicate split; do
+        t0=$(date +%s)
+        timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest tests/characterisation -n "$n" \
+          --gpuchar-distribute=$mode -p no:cacheprovider -q --gpuchar-report "$OUT/fleet-$mode" \
+          ${GPUCHAR_EXTRA:-} > "$LOGS/fleet-$mode.txt" 2>&1
+        echo "fleet $mode on $n GPUs: exit $?, $(( $(date +%s) - t0 )) s: $(tail -1 "$LOGS/fleet-$mode.txt" | cut -c1-160)"
+        python3 tools/gpu-host/report_boards.py "$OUT/fleet-$mode/gpuchar-results.json"
+      done;;
+    kill)
+      n=$(nvidia-smi -L | grep -c '^GPU')
+      python3 -m pytest tests/characterisation -n "$n" --gpuchar-distribute=replicate \
+        -p no:cacheprovider -q --gpuchar-report "$OUT/fleet-kill" ${GPUCHAR_EXTRA:-} \
+        > "$LOGS/fleet-kill.txt" 2>&1 &
+      pid=$!
+      sleep "${GPUCHAR_KILL_S:-60}"
+      victim=$(pgrep -n -P "$pid")
+      echo "kill -9 worker pid $victim at ${GPUCHAR_KILL_S:-60} s"; kill -9 "$victim"
+      timeout 300 tail --pid="$pid" -f /dev/null; wait "$pid"
+      echo "kill: exit $? $(tail -1 "$LOGS/fleet-kill.txt" | cut -c1-160)"
+      grep -E "crashed|node down|worker .* crashed|replaced" "$LOGS/fleet-kill.txt" | head -3
+      python3 tools/gpu-host/report_boards.py "$OUT/fleet-kill/gpuchar-results.json";;
     demo)
       rm -rf /tmp/exp-demo && cp -r expectations /tmp/exp-demo
       GPUCHAR_EXPECTATIONS=/tmp/exp-demo python3 -m pytest tests/characterisation/test_table_ii_dependency.py \
@@ -75,6 +102,9 @@ for step in ${STEPS//,/ }; do
   esac
   echo "  ($step: $(( $(date +%s) - start )) s)"
 done | tee -a "$OUT/summary.txt"
+for d in fleet-replicate fleet-split fleet-kill; do
+  [ -d "$OUT/$d" ] && tar czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "$OUT/$d"
+done
 for k in 0 1 2; do
   [ -d "$OUT/n$k" ] && tar czf "$OUT/n$k.tgz" -C "$OUT" "n$k" && rm -rf "$OUT/n$k"
 done

@@ -60,6 +60,31 @@ def test_batch_gives_the_same_sass_as_assembling_alone(monkeypatch):
         assert p.check(b).ok
 
 
+def test_a_batch_for_a_named_cuda_version_uses_that_ptxas(monkeypatch):
+    """A hardware run compares the driver's SASS with the ptxas of the driver's CUDA version:
+    that ptxas assembles the group's parts (not the preferred ptxas, not one run per probe)."""
+    try:
+        older = toolchain.find("ptxas", "sm_80", "12.4")
+        toolchain.find("nvdisasm", "sm_80")
+    except toolchain.ToolMissing as e:
+        pytest.skip(str(e))
+    assert older.version != toolchain.find("ptxas", "sm_80").version
+    calls = []
+    real = toolchain.assemble
+
+    def spy(ptx, arch, *, tool=None, name="probe", **kw):
+        calls.append((tool.version if tool else None, name))
+        return real(ptx, arch, tool=tool, name=name, **kw)
+    monkeypatch.setattr(toolchain, "assemble", spy)
+    ps = _probes("sm_80", ["add.u32", "fma.rn.f32", "mul.lo.u32"])
+    b = build.Builds()
+    b.offline_groups([build.Group("batch", "sm_80", ps)], version="12.4")
+    assert calls == [(older.version, "gpuchar_batch.ptx")]
+    built = [b.offline(p, older) for p in ps]
+    assert len(calls) == 1 and all(x.tool == older and p.check(x.functions).ok
+                                   for p, x in zip(ps, built))
+
+
 def test_a_part_that_fails_to_assemble_leaves_its_probes_to_be_built_alone(monkeypatch):
     _tools_or_skip("sm_80")
     ps = _probes("sm_80", ["add.u32"])
