@@ -84,6 +84,11 @@ class Record:
         return self.note(r)
 
     def note(self, r: Result) -> Result:
+        # a result made elsewhere names its test, and a hardware one the GPU it ran on (a
+        # fleet report tells the boards' notes apart)
+        r.test = r.test or self.node.nodeid
+        if not r.provenance and self.node.get_closest_marker("hardware") is not None:
+            r.provenance = self.session.provenance()
         self.node.user_properties.append(("gpuchar_result", r.as_dict()))
         return self.session.recorder.add(r)
 

@@ -79,22 +79,25 @@ def _configure_xdist(config: pytest.Config) -> None:
     if not getattr(config.option, "numprocesses", None) or getattr(config, "workerinput", None):
         return
     mode = config.getoption("gpuchar_distribute")
-    if mode == "replicate":
-        config.option.dist = "each"
-        return
     given = any(a == "--dist" or a.startswith("--dist=") or a == "-d"
                 for a in config.invocation_params.args)
-    if mode == "split" or (not given and getattr(config.option, "dist", "no") in ("no", "load")):
+    if mode == "replicate":
+        config.option.dist = "each"
+    elif mode == "split" or (not given and getattr(config.option, "dist", "no") in ("no", "load")):
         config.option.dist = "loadgroup"
-        restart_given = any(a.startswith(("--max-worker-restart", "--maxworkerrestart"))
-                            for a in config.invocation_params.args)
-        if not restart_given:
-            # A worker that dies (a GPU fault, kill -9) ends the run with that test failed and
-            # the report of everything before it: under loadgroup a replaced worker makes
-            # pytest-xdist wait forever at the end of the run (pytest-xdist #1378: the dead
-            # worker's finished groups are queued again as empty work). Measured on the
-            # static suite: with a replacement the run hung at 99% until Ctrl-C.
-            config.option.maxworkerrestart = 0
+    else:
+        return
+    restart_given = any(a.startswith(("--max-worker-restart", "--maxworkerrestart"))
+                        for a in config.invocation_params.args)
+    if not restart_given:
+        # A worker that dies (a GPU fault, kill -9) is not replaced: its test fails, the
+        # other workers finish, the report keeps everything. Under loadgroup a replaced
+        # worker makes pytest-xdist wait forever at the end of the run (pytest-xdist #1378:
+        # the dead worker's finished groups are queued again as empty work; the static suite
+        # hung at 99% until Ctrl-C). Under each (replicate) the replacement is a new worker id
+        # (gw2 of 2 GPUs) that ran the whole suite again on GPU 0 beside gw0 (2 x H200: 1020
+        # figures reported twice for GPU 0, each measured with another suite on the GPU).
+        config.option.maxworkerrestart = 0
 
 
 # --- pytest-benchmark integration -----------------------------------------------------------

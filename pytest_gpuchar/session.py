@@ -203,6 +203,7 @@ class GpuCharSession:
         one topic's hardware tests of an arch to one worker (they share its measurements:
         a sweep is made once), so each worker compiles only what it runs."""
         from .topics.registry import topic_of
+        self._static_once(items)
         for item in items:
             arch = getattr(item, "callspec", None) and item.callspec.params.get("arch")
             if not arch:
@@ -217,6 +218,17 @@ class GpuCharSession:
             else:
                 topic = topic_of(item) or item.module.__name__.rsplit(".", 1)[-1]
                 item.add_marker(pytest.mark.xdist_group(f"{arch}-{topic}"))
+
+    def _static_once(self, items: list[pytest.Item]) -> None:
+        """--gpuchar-distribute=replicate runs every test on every GPU's worker; the static
+        checks (no GPU, the same on every board) run on the first worker only."""
+        worker = getattr(self.config, "workerinput", {}).get("workerid", "gw0")
+        if worker == "gw0" or self.config.getoption("gpuchar_distribute") != "replicate":
+            return
+        static = [i for i in items if i.get_closest_marker("static") is not None]
+        if static:
+            items[:] = [i for i in items if i.get_closest_marker("static") is None]
+            self.config.hook.pytest_deselected(items=static)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.acceptance is not None and report.when == "call":

@@ -144,3 +144,43 @@ def test_a_dead_worker_ends_the_run_with_what_it_had(pytester, no_gpu):
     assert "crashed while running 'test_crash.py::test_row[3]'" in text
     keys = {r["key"] for r in json.loads((out / "gpuchar-results.json").read_text())["results"]}
     assert {"demo.row0", "demo.row1", "demo.row2"} <= keys
+
+
+REPLICATE_TEST = """
+import os
+import pytest
+from pytest_gpuchar.results.judge import Result, Status
+
+
+@pytest.mark.parametrize("n", range(6))
+def test_row(n, record, request):
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    record.note(Result(f"demo.row{n}.{worker}", "sm_80", Status.INFO, detail="kept"))
+    if n == 3 and worker == "gw1":
+        os._exit(1)      # one GPU's worker dies
+
+
+@pytest.mark.static
+def test_static(record):
+    record.note(Result("demo.static", "sm_80", Status.INFO, detail="once"))
+"""
+
+
+def test_replicate_keeps_the_other_gpus_run_whole_when_one_worker_dies(pytester, no_gpu):
+    """--gpuchar-distribute=replicate (every test on every GPU's worker): a dead worker is
+    not replaced (the replacement, a new worker id, ran the whole suite again on GPU 0 beside
+    gw0 on a 2 x H200 host); the other worker finishes its run; static checks run on gw0
+    only, so each is reported once."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    pytester.makepyfile(test_fleet=REPLICATE_TEST)
+    out = pytester.path / "report"
+    result = pytester.runpytest_subprocess("-n", "2", "--gpuchar-distribute=replicate",
+                                           "--gpu-arch=sm_80", "--gpuchar-report", str(out),
+                                           timeout=120)
+    text = result.stdout.str()
+    assert result.ret == 1, text[-3000:]
+    assert "crashed while running 'test_fleet.py::test_row[3]'" in text
+    keys = [r["key"] for r in json.loads((out / "gpuchar-results.json").read_text())["results"]]
+    assert sorted(k for k in keys if k.endswith("gw0")) == [f"demo.row{n}.gw0" for n in range(6)]
+    assert sorted(k for k in keys if k.endswith("gw1")) == [f"demo.row{n}.gw1" for n in range(3)]
+    assert keys.count("demo.static") == 1 and not any(k.endswith("gw2") for k in keys)
