@@ -109,6 +109,14 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
                                           for t in row.trips})
 
 
+def dram_tol(row: StreamRow) -> float:
+    """Relative tolerance of a whole-GPU rate: 2% from the L2 and shared memory, 5% from
+    device memory (H200, two nights on one board: write 2379 -> 2304 B/clk, read 2256 ->
+    2298, copy 2125 -> 2091, each inside its run's spread: the HBM's rate moves between
+    launches by more than the 2% the on-chip levels repeat to)."""
+    return 0.05 if row.level is Level.DRAM else 0.02
+
+
 def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list[Measurement]:
     """Achieved / documented: shared memory per SM per clock, device memory whole-GPU GB/s."""
     if row.peak == "shared":
@@ -127,7 +135,8 @@ def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list
                         method=f"whole-GPU GB/s (bytes of all CTAs over the launch's "
                                f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
                         data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
-                              "source": source, "tolerance": {"abs": 0.0, "rel": 0.02}})]
+                              "source": source,
+                              "tolerance": {"abs": 0.0, "rel": dram_tol(row)}})]
 
 
 def stream_figures(session: "GpuCharSession", row: StreamRow, arch: str):
@@ -147,7 +156,7 @@ def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) ->
     measured.figures += [Measurement(
         f"movement.bandwidth.{row.id}.gpu", figs.gpu_bytes_per_clk, "B/clk",
         method="sum over the CTAs (one per SM) of each one's own rate",
-        data={"tolerance": {"abs": 0.0, "rel": 0.02}})] + _peaks(s, row, figs)
+        data={"tolerance": {"abs": 0.0, "rel": dram_tol(row)}})] + _peaks(s, row, figs)
     if row.kind is Stream.DRAM_READ:
         once(session, ("staircase_plot",), lambda: _staircase(session, arch, artifact))
     return measured
