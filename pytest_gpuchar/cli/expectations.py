@@ -54,6 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--root", dest="update_root", type=Path, default=None)
     u.add_argument("--device", help="write under devices.<name> instead of the arch values")
     u.add_argument("--key", action="append", help="only these characteristic keys")
+    u.add_argument("--fleet", action="store_true",
+                   help="with --device: keep every board's value (by UUID) and expect the "
+                        "range they span, instead of this board's value alone")
     u.add_argument("--abs-tol", type=float, default=1.0)
     u.add_argument("--rel-tol", type=float, default=0.05)
     g = sub.add_parser("generations", help="Markdown table of each characteristic across "
@@ -74,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(text, end="")
         return 0
+    if args.fleet and not args.device:
+        print("gpuchar-expectations: --fleet needs --device (a model's boards)", file=sys.stderr)
+        return 2
     try:
         arch = archs.validate(args.arch)
         results = read_results(args.results)
@@ -83,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         written = update_arch(arch, results, root=store.root, device=args.device,
                               abs_tol=args.abs_tol, rel_tol=args.rel_tol,
-                              keys=set(args.key) if args.key else None)
+                              keys=set(args.key) if args.key else None,
+                              fleet=args.fleet)
     except (ExpectationError, OSError) as e:
         print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
         return 1

@@ -516,6 +516,36 @@ def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float =
     return entry
 
 
+def board_of(prov: dict) -> str:
+    """A board's label in an entry's `boards`: its UUID's first 12 characters."""
+    return str(prov.get("uuid") or "")[:12]
+
+
+def fleet_entry(r: dict, old: dict, **tol) -> dict:
+    """A device (model) entry that holds for every board of the model measured so far: each
+    board's latest value in provenance.boards; one board gives a value, several a range from
+    the lowest to the highest, judged with the entry's tolerance at either end. An entry
+    written before boards were recorded counts as its own board (provenance.uuid). The
+    boards' figures differ by more than each repeats to (two H100s: L2 hit 285 and 272
+    cycles, cluster barrier 757 and 683), and a nightly on any board of the model is judged
+    against the model's entry."""
+    entry = measured_entry(r, old, **tol)
+    prev = old.get("provenance") or {}
+    boards = dict(prev.get("boards") or {})
+    if not boards and board_of(prev) and _finite(old.get("value")):
+        boards[board_of(prev)] = old["value"]
+    this = board_of(r.get("provenance") or {})
+    if not this:
+        return entry
+    boards[this] = entry["value"]
+    if len(set(boards.values())) > 1:
+        del entry["value"]
+        entry = {"range": [min(boards.values()), max(boards.values())], **entry}
+        entry["source"] = f"{entry['source']}; {len(boards)} boards (provenance.boards)"
+    entry["provenance"]["boards"] = dict(sorted(boards.items()))
+    return entry
+
+
 def write_entries(path: Path, entries: dict[str, dict], device: str | None = None) -> None:
     """Replace or add these entries in `path` (the arch values, or the `device` section),
     keeping every other line of the file: validated, then written atomically."""
@@ -532,10 +562,12 @@ def write_entries(path: Path, entries: dict[str, dict], device: str | None = Non
 
 def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
                         abs_tol: float = 1.0, rel_tol: float = 0.05,
-                        keys: set[str] | None = None) -> list[str]:
+                        keys: set[str] | None = None, fleet: bool = False) -> list[str]:
     """Write measured values into an expectation file: atomically, keeping every entry it does
     not change, the file's comments and order and its own provenance. Results that are
-    invalid, unstable, errors or SPEC's bars are never written. Returns the keys written."""
+    invalid, unstable, errors or SPEC's bars are never written. With `fleet` (a device
+    section) the entry spans every board of the model measured (fleet_entry). Returns the
+    keys written."""
     path = Path(path)
     data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
     target = data.get("characteristics") or {}
@@ -549,8 +581,9 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
             continue
         if keys and r["key"] not in keys:
             continue
-        entries[r["key"]] = measured_entry(r, target.get(r["key"]) or {}, abs_tol=abs_tol,
-                                           rel_tol=rel_tol)
+        make = fleet_entry if fleet and device else measured_entry
+        entries[r["key"]] = make(r, target.get(r["key"]) or {}, abs_tol=abs_tol,
+                                 rel_tol=rel_tol)
     if entries:
         write_entries(path, entries, device)
     return list(entries)
@@ -558,7 +591,7 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
 
 def update_arch(arch: str, results: list[dict], *, root: Path,
                 device: str | None = None, abs_tol: float = 1.0, rel_tol: float = 0.05,
-                keys: set[str] | None = None) -> dict[Path, list[str]]:
+                keys: set[str] | None = None, fleet: bool = False) -> dict[Path, list[str]]:
     """update_from_results for every file of `arch` the results touch: each key goes to the
     file of its topic (file_for). Returns file -> keys written."""
     by_file: dict[Path, set[str]] = {}
@@ -566,5 +599,5 @@ def update_arch(arch: str, results: list[dict], *, root: Path,
         if r.get("arch") == arch and r.get("key") and (not keys or r["key"] in keys):
             by_file.setdefault(file_for(r["key"], arch, root), set()).add(r["key"])
     return {path: update_from_results(path, results, device=device, abs_tol=abs_tol,
-                                      rel_tol=rel_tol, keys=ks)
+                                      rel_tol=rel_tol, keys=ks, fleet=fleet)
             for path, ks in sorted(by_file.items())}

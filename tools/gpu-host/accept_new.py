@@ -30,6 +30,7 @@ for r in results:
         keys["arch" if arch_level else "device"].add(r["key"])
 for level, ks in keys.items():
     if ks:
-        args = ["--results", path, "--arch", arch] + (["--device", device] if level == "device"
-                                                      else [])
+        # a model's entry spans every board of it measured (--fleet)
+        args = ["--results", path, "--arch", arch] + (["--device", device, "--fleet"]
+                                                      if level == "device" else [])
         print(" ".join(shlex.quote(a) for a in args + [f"--key={k}" for k in sorted(ks)]))

@@ -68,11 +68,12 @@ for step in ${STEPS//,/ }; do
       echo "diag: exit $?"; grep -E "^E .*(Probe|Chain|Error)|passed|failed" "$LOGS/diag.txt" |
         cut -c1-300 | tail -12;;
     fresh)
-      nightly --out "$OUT/n0" > "$LOGS/n0.txt" 2>&1
+      timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest_gpuchar.cli.nightly --out "$OUT/n0" \
+        -- ${GPUCHAR_EXTRA:-} > "$LOGS/n0.txt" 2>&1
       echo "fresh night vs committed baseline: exit $? $(tail -1 "$LOGS/n0.txt" | cut -c1-200)";;
     fleet)
       n=$(nvidia-smi -L | grep -c '^GPU')
-      for mode in replicate split; do
+      for mode in ${GPUCHAR_FLEET_MODES:-replicate split}; do
         t0=$(date +%s)
         timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest tests/characterisation -n "$n" \
           --gpuchar-distribute=$mode -p no:cacheprovider -q --gpuchar-report "$OUT/fleet-$mode" \

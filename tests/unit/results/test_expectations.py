@@ -345,6 +345,44 @@ def test_update_device_section(tmp_path):
     assert e.get("cache.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
 
 
+def test_fleet_update_spans_every_board_of_a_model(tmp_path):
+    """Two H100 boards read the cluster barrier 757 and 683 cycles: with --fleet the model's
+    entry is the range of its boards (each board's latest value kept by UUID), judged with
+    the entry's tolerance at either end; the same board again replaces its own value."""
+    path = write(tmp_path, GOOD)
+    dev = "NVIDIA A100-SXM4-40GB"
+
+    def board(uuid, value):
+        return result("cache.l2", value, unit="cycles", provenance={**PROV, "uuid": uuid})
+    E.update_from_results(path, [board("GPU-aaaaaaaa-1111", 757.0)], device=dev, fleet=True)
+    e = E.load_file(path).get("cache.l2", dev)
+    assert (e.value, e.range) == (757.0, None)
+    E.update_from_results(path, [board("GPU-bbbbbbbb-2222", 683.0)], device=dev, fleet=True)
+    e = E.load_file(path).get("cache.l2", dev)
+    assert e.value is None and e.range == (683.0, 757.0) and e.check(690) and e.check(750)
+    assert "2 boards" in e.source
+    E.update_from_results(path, [board("GPU-bbbbbbbb-2222", 700.0)], device=dev, fleet=True)
+    raw = yaml.safe_load(path.read_text())["devices"][dev]["characteristics"]["cache.l2"]
+    assert raw["range"] == [700.0, 757.0]
+    assert raw["provenance"]["boards"] == {"GPU-aaaaaaaa": 757.0, "GPU-bbbbbbbb": 700.0}
+    # without --fleet the board's own value replaces the range
+    E.update_from_results(path, [board("GPU-cccccccc-3333", 650.0)], device=dev)
+    e = E.load_file(path).get("cache.l2", dev)
+    assert (e.value, e.range) == (650.0, None)
+
+
+def test_a_fleet_entry_counts_an_older_entry_as_its_board(tmp_path):
+    path = write(tmp_path, GOOD)
+    dev = "NVIDIA A100-SXM4-40GB"
+    E.update_from_results(path, [result("cache.l2", 214.0, unit="cycles",
+                                        provenance={**PROV, "uuid": "GPU-aaaaaaaa-1"})],
+                          device=dev)
+    E.update_from_results(path, [result("cache.l2", 205.0, unit="cycles",
+                                        provenance={**PROV, "uuid": "GPU-bbbbbbbb-2"})],
+                          device=dev, fleet=True)
+    assert E.load_file(path).get("cache.l2", dev).range == (205.0, 214.0)
+
+
 def test_update_only_selected_keys(tmp_path):
     path = write(tmp_path, GOOD)
     written = E.update_from_results(path, [result("latency.add.u32", 9.0),
