@@ -155,8 +155,9 @@ RUN_DIR = Path(__file__).resolve().parents[3] / "results/sm_90/nvidia-h100-80gb-
 
 
 def test_committed_h100_run():
-    """The H100 night committed under results/: the options its figures determine, and the
-    unstable L1 hit latency of that night refused with its status, not exported."""
+    """The H100 night committed under results/: the options its figures determine; the L1
+    hit latency, made unstable in a copy of the report, refused with its status, not
+    exported."""
     from pytest_gpuchar.cli.model_params import model_parameters
     from pytest_gpuchar.results.files import read_report
     report = read_report(RUN_DIR / "gpuchar-results.json.gz")
@@ -166,11 +167,16 @@ def test_committed_h100_run():
     assert {k: got.get(k) for k in ("-gpgpu_n_clusters", "-gpgpu_l1_latency",
                                     "-gpgpu_smem_latency", "-dram_latency",
                                     "-ptx_opcode_latency_tesnor", "-ptx_opcode_initiation_sfu")} == {
-        "-gpgpu_n_clusters": "132", "-gpgpu_l1_latency": None, "-gpgpu_smem_latency": "23",
-        "-dram_latency": "412", "-ptx_opcode_latency_tesnor": "24",
+        "-gpgpu_n_clusters": "132", "-gpgpu_l1_latency": "32", "-gpgpu_smem_latency": "23",
+        "-dram_latency": "394", "-ptx_opcode_latency_tesnor": "24",
         "-ptx_opcode_initiation_sfu": "8"}
+    shaky = [dict(r, status="unstable") if r["key"] == "memory.latency.l1_hit" else r
+             for r in report["results"]]
+    text2 = accelsim.fragment(model_parameters({**report, "results": shaky}, "sm_90"), shaky,
+                              report["meta"])
+    assert options(text2).get("-gpgpu_l1_latency") is None
     assert "-gpgpu_l1_latency not written: l1_lat: no usable measurement in this run: " \
-        "memory.latency.l1_hit unstable" in text
+        "memory.latency.l1_hit unstable" in text2
     assert set(got) <= set(SM90_H100_GPGPUSIM)
     trace = options(accelsim.trace_fragment(params, report["results"], report["meta"]))
     assert trace["-trace_opcode_latency_initiation_tensor"] == "24,6"
