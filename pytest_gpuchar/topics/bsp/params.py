@@ -92,8 +92,9 @@ class Value:
 class Values:
     """Characteristic values of one arch for one device: ``results`` (this session's, as
     dicts) first where they passed or were measured, then the expectation files' (``exp``:
-    ArchExpectations; the device's section first). Expectations without a single value
-    (ranges) are left out."""
+    ArchExpectations; the device's section first). A range (a model's entry spanning its
+    boards, `gpuchar-expectations update --fleet`) gives its midpoint; other expectations
+    without a single value are left out."""
 
     def __init__(self, arch: str, results: list[dict] = (), exp=None,
                  device: str | None = None) -> None:
@@ -106,6 +107,10 @@ class Values:
         if r is not None:
             return Value(key, float(r["value"]), r.get("unit", ""), "this session")
         e = self.exp.get(key, self.device) if self.exp is not None else None
+        if e is not None and e.value is None and e.range is not None:
+            lo, hi = e.range
+            return Value(key, (lo + hi) / 2, e.unit,
+                         f"{e.origin} (midpoint of the boards' range {lo:g}-{hi:g})")
         if e is None or e.value is None:
             return None
         return Value(key, float(e.value), e.unit, e.origin)
