@@ -27,3 +27,14 @@ def test_a_gpu_off_the_fleet_is_flagged():
 
 def test_one_gpu_is_no_fleet():
     assert fleet.compare([R("latency.add.u32", 5.0, 0)]) == []
+
+
+def test_two_gpus_that_disagree_are_both_flagged():
+    """Of two boards neither is the odd one out, but a gap beyond the noise is shown (the
+    fleet's 3-MAD spread needs three boards: of two it never flagged anything)."""
+    rows = fleet.compare([R("movement.bandwidth.l2.per_sm", 34.3, 0, unit="B/clk/SM"),
+                          R("movement.bandwidth.l2.per_sm", 36.4, 1, unit="B/clk/SM"),
+                          R("latency.add.u32", 5.0, 0), R("latency.add.u32", 5.0, 1)])
+    by = {r.key: r for r in rows}
+    assert len(by["movement.bandwidth.l2.per_sm"].flagged) == 2
+    assert not by["latency.add.u32"].flagged
