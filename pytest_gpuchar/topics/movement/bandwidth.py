@@ -69,7 +69,7 @@ def stream_measurement(s: MovementGpu, probe: Probe, key: str, figs: analysis.St
     data = {"gpu_bytes_per_clk": round(figs.gpu_bytes_per_clk, 2),
             "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
             "sms": len(figs.sms), "sass_unit": s.unit(probe),
-            "tolerance": {"abs": 0.0, "rel": 0.01}}
+            "tolerance": {"abs": 0.0, "rel": rate_tol(row)}}
     return Measured(Measurement.of_fit(key, figs.per_sm, "B/clk/SM", method=method, data=data),
                     sass=s.sass(probe), checks=figs.checks)
 
@@ -109,12 +109,13 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
                                           for t in row.trips})
 
 
-def dram_tol(row: StreamRow) -> float:
-    """Relative tolerance of a whole-GPU rate: 2% from the L2 and shared memory, 5% from
-    device memory (H200, two nights on one board: write 2379 -> 2304 B/clk, read 2256 ->
-    2298, copy 2125 -> 2091, each inside its run's spread: the HBM's rate moves between
-    launches by more than the 2% the on-chip levels repeat to)."""
-    return 0.05 if row.level is Level.DRAM else 0.02
+def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
+    """Relative tolerance of a rate, from how well one board repeats it (H200 boards, two
+    nights each): shared memory 1%; the L2 per SM 2% (36.19 -> 36.59 B/clk/SM, +1.1%, and
+    36.43 -> 36.15); device memory 5% (whole GPU: write 2379 -> 2304 B/clk, read 2256 ->
+    2298, copy 2125 -> 2091, each inside its run's spread); a whole-GPU sum at least 2%."""
+    rel = {Level.DRAM: 0.05, Level.L2: 0.02}.get(row.level, 0.01)
+    return max(rel, 0.02) if whole_gpu else rel
 
 
 def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list[Measurement]:
@@ -136,7 +137,7 @@ def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list
                                f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
                         data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
                               "source": source,
-                              "tolerance": {"abs": 0.0, "rel": dram_tol(row)}})]
+                              "tolerance": {"abs": 0.0, "rel": rate_tol(row, True)}})]
 
 
 def stream_figures(session: "GpuCharSession", row: StreamRow, arch: str):
@@ -156,7 +157,7 @@ def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) ->
     measured.figures += [Measurement(
         f"movement.bandwidth.{row.id}.gpu", figs.gpu_bytes_per_clk, "B/clk",
         method="sum over the CTAs (one per SM) of each one's own rate",
-        data={"tolerance": {"abs": 0.0, "rel": dram_tol(row)}})] + _peaks(s, row, figs)
+        data={"tolerance": {"abs": 0.0, "rel": rate_tol(row, True)}})] + _peaks(s, row, figs)
     if row.kind is Stream.DRAM_READ:
         once(session, ("staircase_plot",), lambda: _staircase(session, arch, artifact))
     return measured
