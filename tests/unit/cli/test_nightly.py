@@ -204,13 +204,14 @@ def test_known_snapshot_failure_is_a_note(tmp_path):
 def test_repeatability_per_topic_against_specs_bar():
     a = [R("latency.add", 4.2), R("latency.mul", 5.4), R("throughput.ffma", 127.0,
                                                           unit="fma/clk/SM"),
-         R("tensor.x", 10.0, status="unstable")]
+         R("tensor.x", 10.0, status="unstable"), R("latency.ld", 700.0)]
     b = [R("latency.add", 4.4), R("latency.mul", 5.6), R("throughput.ffma", 129.0,
                                                           unit="fma/clk/SM"),
-         R("tensor.x", 10.0)]
+         R("tensor.x", 10.0), R("latency.ld", 706.0)]
     rep = ch.repeatability(a, b)
     lat, thr = rep["topics"]["latency"], rep["topics"]["throughput"]
     assert (lat["cycles"], lat["cycles_same"]) == (2, 1)        # 4.2/4.4 same, 5.4/5.6 not
+    assert (lat["other"], lat["other_1pc"]) == (1, 1)            # 700/706: 100+ cycles, 0.85%
     assert (thr["other"], thr["other_1pc"]) == (1, 0)            # 1.6% apart
     assert rep["topics"]["tensor"]["unstable"] == 1
     text = "\n".join(ch.repeatability_lines(rep))
