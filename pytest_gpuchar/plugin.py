@@ -194,6 +194,25 @@ def pytest_runtest_call(item: pytest.Item):
         pytest.xfail(e.reason)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """An expected failure raised in a test (an invalid probe on an arch that cannot run it,
+    an unstable figure) is reported with its reason alone. pytest would render its whole
+    traceback, parsing every frame's source file, and then show only the reason: 742 parses,
+    7 s of the static suite's 106 expected failures. --runxfail keeps pytest's report."""
+    excinfo = call.excinfo
+    if excinfo is None or item.config.option.runxfail or \
+            not isinstance(excinfo.value, pytest.xfail.Exception):
+        return None
+    path, line, _ = item.location
+    sections = [(f"Captured {key} {when}", content)
+                for when, key, content in item._report_sections]
+    return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1),
+                             "failed", f"{path}:{(line or 0) + 1}: XFailed: {excinfo.value.msg}",
+                             call.when, sections, call.duration, call.start, call.stop,
+                             user_properties=item.user_properties)
+
+
 def _arch_of(item: pytest.Item) -> str:
     spec = getattr(item, "callspec", None)
     return spec.params.get("arch", "") if spec else ""

@@ -57,6 +57,7 @@ class Function:
     instrs: list[Instr]
     # branch labels (".L_x_3") -> index in instrs of the instruction they precede
     labels: dict[str, int] = field(default_factory=dict)
+    normal: str | None = field(default=None, repr=False, compare=False)  # normalise's text
 
     def opcodes(self) -> Counter:
         return Counter(i.opcode for i in self.instrs)
@@ -210,7 +211,10 @@ _INTERNAL = re.compile(r"\$__internal_\d+_\$")   # per-module numbering of share
 
 def normalise(func: Function) -> str:
     """Canonical text of a function: offsets and encodings dropped, registers and labels
-    renumbered in order of first appearance, so only real code changes show in a diff."""
+    renumbered in order of first appearance, so only real code changes show in a diff.
+    Computed once per function (a listing is not changed once parsed)."""
+    if func.normal is not None:
+        return func.normal
     maps: dict[str, dict[str, str]] = {k: {} for k, _ in _REG_PATTERNS}
     labels: dict[str, str] = {}
     lines = []
@@ -227,7 +231,8 @@ def normalise(func: Function) -> str:
         marks = {groups[0][1]: "    // ---- timed region start",
                  groups[1][0]: "    // ---- timed region end"}
     out = [line + marks.get(k, "") for k, line in enumerate(lines)]
-    return "\n".join(out) + "\n"
+    func.normal = "\n".join(out) + "\n"
+    return func.normal
 
 
 # --- dependence depth ---------------------------------------------------------------------
