@@ -27,8 +27,12 @@ def rate_fit(spans: dict[int, list[float]], moved: dict[int, float], *,
                    f.medians)
     rates = [1.0 / s for s in f.slopes if s > 0]
     spread = (max(rates) - min(rates)) if rates else 0.0
-    return Fit(1.0 / f.value, spread, rates, f.intercept, f.residual, f.unstable,
-               f.why_unstable.replace("cycles/op", "cycles/byte"), f.medians)
+    why = f.why_unstable
+    if why.startswith("per-repeat"):       # said in rates: a slope in cycles/byte reads 0.00
+        why = (f"per-launch rates spread {spread:.3g} ({spread * f.value:.1%} of "
+               f"{1.0 / f.value:.4g}) > {spread_rel:.0%}")
+    return Fit(1.0 / f.value, spread, rates, f.intercept, f.residual, f.unstable, why,
+               f.medians)
 
 
 @dataclass
@@ -64,14 +68,15 @@ class StreamFigures:
     checks: list[str] = field(default_factory=list)
 
 
-def stream_figures(runs: dict[int, list[list[Window]]], per_cta: dict[int, float]) -> StreamFigures:
+def stream_figures(runs: dict[int, list[list[Window]]], per_cta: dict[int, float], *,
+                   spread_rel: float = BW_SPREAD_REL) -> StreamFigures:
     """`runs`: trip count -> per repeat, the CTAs' windows; `per_cta`: trip count -> bytes one
     CTA moved. Per SM: the rate of the median CTA's span; whole GPU: the sum of every CTA's
     own rate (B/clk) and the bytes of all CTAs over the launch's %globaltimer window (GB/s)."""
     trips = sorted(runs)
     ctas = len(runs[trips[0]][0])
     med = {t: [float(statistics.median(w.span for w in rep)) for rep in runs[t]] for t in trips}
-    per_sm = rate_fit(med, per_cta)
+    per_sm = rate_fit(med, per_cta, spread_rel=spread_rel)
     own = []
     for c in range(ctas):
         spans = {t: [float(statistics.median(rep[c].span for rep in runs[t]))] for t in trips}
@@ -79,7 +84,7 @@ def stream_figures(runs: dict[int, list[list[Window]]], per_cta: dict[int, float
         own.append(f.value)
     ns = {t: [float(max(w.g1 for w in rep) - min(w.g0 for w in rep)) for rep in runs[t]]
           for t in trips}
-    gbps = rate_fit(ns, {t: per_cta[t] * ctas for t in trips}, spread_rel=0.05)
+    gbps = rate_fit(ns, {t: per_cta[t] * ctas for t in trips}, spread_rel=max(0.05, spread_rel))
     sms = sorted({w.sm for t in trips for rep in runs[t] for w in rep})
     checks = []
     seen = [sorted(w.sm for w in rep) for t in trips for rep in runs[t]]

@@ -12,8 +12,9 @@ import numpy as np
 from ...core.probe import NotApplicable, Probe
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
-from .rows import (BLOCK, SHARED_PEAK, SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES,
-                   TMA_STAGE, TMA_TRIPS, Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
+from .rows import (BLOCK, BW_SPREAD_REL, BW_SPREAD_REL_BY_LEVEL, SHARED_PEAK,
+                   SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
+                   Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
 from .state import MovementGpu
 
 if TYPE_CHECKING:
@@ -106,7 +107,9 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
                                                np.uint32(mask)))
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
     return analysis.stream_figures(runs, {t: moved * t * row.unroll * row.width * BLOCK
-                                          for t in row.trips})
+                                          for t in row.trips},
+                                   spread_rel=BW_SPREAD_REL_BY_LEVEL.get(row.level,
+                                                                         BW_SPREAD_REL))
 
 
 def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
@@ -183,7 +186,9 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
                           block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
                           args=lambda out, t: (out, big, big, np.uint64(slice_), np.uint32(t),
                                                np.uint32(mask)))
-    return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS})
+    return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS},
+                                   spread_rel=BW_SPREAD_REL_BY_LEVEL.get(row.level,
+                                                                         BW_SPREAD_REL))
 
 
 def tma_bw_figures(session: "GpuCharSession", row: TmaBwRow, arch: str):

@@ -35,6 +35,12 @@ def test_rate_noise_beyond_the_limit_is_unstable():
     f = analysis.rate_fit(spans, moved)
     assert f.unstable and "spread" in f.why_unstable
     assert math.isfinite(f.value)
+    # said in rates (B/clk), with its share of the value: not a slope of 0.00 cycles/byte
+    share = f.spread / f.value
+    assert f"({share:.1%} of {f.value:.4g}) > 2%" in f.why_unstable
+    # a level whose launches scatter more (device memory) takes a wider limit
+    wide = analysis.rate_fit(spans, moved, spread_rel=share + 0.01)
+    assert not wide.unstable and wide.value == f.value
 
 
 def test_rate_of_a_span_that_does_not_grow_is_not_a_number():
