@@ -32,11 +32,14 @@ SCHEDULERS = 4                  # warp schedulers (SM sub-partitions) per SM, sm
 STEPS = 32
 TRIP_RATIOS = (1, 2, 3)
 MIN_TRIPS = 2                   # the base trip count's floor
-SPAN_PER_WARP = 5000            # cycles: the longest span's floor is this x warps (8 warps:
-                                # 40000, so a start skew up to 400 cycles stays under 1%)
+SPAN_PER_WARP = 10000           # cycles: the longest span's floor is this x warps (8 warps:
+                                # 80000, so a start skew up to 800 cycles stays under 1%; at
+                                # 5000 the f64 mma points at 8 warps read skews of 507-646
+                                # cycles, 1.1-1.3% of their 43000-50000-cycle spans, on H200
+                                # and H100, and were unstable)
 # wgmma with several warpgroups: the warpgroups start up to ~1000 cycles apart (H200,
-# m64n64k16, 2 warpgroups: 1015-1045 cycles, 4.9% of a 21000-cycle span), so their spans are
-# planned four times longer
+# m64n64k16, 2 warpgroups: 1015-1045 cycles, 4.9% of a 21000-cycle span; at 4 x 5000 per warp
+# still 1.0-1.3% of 81000 cycles on H200 and H100), so their spans are planned four times longer
 WGMMA_SPAN_PER_WARP = 4 * SPAN_PER_WARP
 STEP_FLOOR = 12                 # cycles: no chain step of any row is faster (H200: 14)
 SKEW_SHARE_MAX = 0.01           # start skew / longest per-SM span: above it, unstable
