@@ -32,12 +32,27 @@ class Recorder:
             out[r.status.value] = out.get(r.status.value, 0) + 1
         return dict(sorted(out.items()))
 
+    def gpus(self) -> list[dict]:
+        """Each GPU the results were measured on (index, UUID, name from their provenance)
+        and how many results it gave: one under a single process, one per worker's GPU
+        under pytest-xdist."""
+        seen: dict[tuple, int] = {}
+        for r in self.results:
+            p = r.provenance or {}
+            if p.get("uuid") or p.get("device"):
+                k = (p.get("device_index"), str(p.get("uuid") or ""), str(p.get("device", "")))
+                seen[k] = seen.get(k, 0) + 1
+        return [{"device_index": i, "uuid": u, "device": d, "results": n}
+                for (i, u, d), n in sorted(seen.items(), key=lambda kv: (str(kv[0][0]),
+                                                                         kv[0][1]))]
+
     def add_artifact(self, name: str, caption: str, test: str = "") -> None:
         """A file under the report directory's artifacts/ (plots, curves) to list in it."""
         self.artifacts.append({"name": name, "caption": caption, "test": test})
 
     def to_json(self) -> dict:
-        return {"meta": self.meta, "results": [r.as_dict() for r in self.results],
+        return {"meta": {**self.meta, "gpus": self.gpus()},
+                "results": [r.as_dict() for r in self.results],
                 "artifacts": self.artifacts}
 
     def write(self, directory: Path) -> tuple[Path, Path]:
@@ -55,6 +70,11 @@ class Recorder:
                   "sm_clock_measured_mhz", "wall_s"):
             if k in m:
                 out.append(f"- **{k}**: {m[k]}")
+        gpus = self.gpus()
+        if len(gpus) > 1:
+            out.append("- **GPUs**: " + "; ".join(
+                f"{g['device_index']} {g['uuid']} ({g['device']}, {g['results']} results)"
+                for g in gpus))
         out += ["", "Status counts: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
                 ""]
         groups = [("Failed or unstable", (Status.FAIL, Status.UNSTABLE, Status.INVALID,

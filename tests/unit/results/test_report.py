@@ -123,3 +123,25 @@ def test_measurement_of_a_fit_carries_its_spread_stability_and_data():
     assert list(m.data) == ["sass_unit", "slopes", "medians", "intercept"]
     wide = fit({8: [40, 10, 90], 16: [80, 200, 20]}, {8: 8, 16: 16})
     assert Measurement.of_fit("k", wide).unstable.startswith("per-repeat slopes spread")
+
+
+def test_a_multi_gpu_report_names_every_gpu(tmp_path):
+    """Under pytest-xdist, one worker per GPU: the header and meta.gpus list each GPU's index,
+    UUID and how many results it gave; a single GPU's report keeps its plain header."""
+    rec = Recorder()
+    rec.meta.update({"device": "NVIDIA H200"})
+    for gpu, uuid in ((0, "GPU-63494f74"), (1, "GPU-b4dfdc17")):
+        for v in (4.0, 5.0):
+            rec.add(Result("latency.add.u32", "sm_90", "pass", v, "cycles", provenance={
+                "device": "NVIDIA H200", "device_index": gpu, "uuid": uuid}))
+    rec.add(Result("sass.add.u32", "sm_90", "info"))           # static: no GPU
+    jpath, mpath = rec.write(tmp_path)
+    gpus = json.loads(jpath.read_text())["meta"]["gpus"]
+    assert [(g["device_index"], g["uuid"], g["results"]) for g in gpus] == [
+        (0, "GPU-63494f74", 2), (1, "GPU-b4dfdc17", 2)]
+    assert ("- **GPUs**: 0 GPU-63494f74 (NVIDIA H200, 2 results); 1 GPU-b4dfdc17 "
+            "(NVIDIA H200, 2 results)") in mpath.read_text()
+    one = Recorder()
+    one.add(Result("latency.add.u32", "sm_90", "pass", 4.0, "cycles",
+                   provenance={"device": "NVIDIA H200", "device_index": 0, "uuid": "GPU-1"}))
+    assert "**GPUs**" not in one.markdown()
