@@ -54,6 +54,9 @@ class SweepPoint:
     skew_share: float = 0.0   # largest start skew / per-SM span at the longest trip count
     trips: tuple = ()     # the trip counts timed
     steps: int = STEPS    # dependent steps of every chain per trip
+    # why the per-warp latency alone is unstable (its launches' slopes, its linearity); the
+    # start skew and the block span's throughput do not bias a warp's own cycles
+    lat_why: str = ""
 
 
 Raw = dict   # trip count -> [(start clocks, end clocks) per launch], one clock per warp
@@ -119,6 +122,8 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
     why = []
     if lat_iqr > max(0.5, SWEEP_IQR_REL * abs(lf.value)):
         why.append(f"per-launch latency slopes: interquartile range {lat_iqr:.2f} cycles")
+    lat_why = why + ([lf.why_unstable] if lf.why_unstable.startswith("cycles not linear")
+                     else [])
     if not np.isfinite(thr) or thr_iqr > SWEEP_IQR_REL * abs(thr):
         why.append(f"per-launch throughput: interquartile range {thr_iqr:.1f}")
     for f in (lf, bf):
@@ -130,7 +135,7 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
               "end_skew": end_skew, "warp_latency": _warp_latencies(raw, steps)}
     return SweepPoint(warps, ilp, lf.value, thr, lf.spread, thr_spread, bool(why),
                       "; ".join(dict.fromkeys(why)), cycles, bool(skew_why), share,
-                      tuple(sorted(raw)), steps)
+                      tuple(sorted(raw)), steps, "; ".join(lat_why))
 
 
 Points = dict   # (warps, ilp) -> SweepPoint

@@ -237,3 +237,21 @@ def test_table_iii_and_op_counts():
     assert analysis.sparse_problems(sp, Counter({"HMMA.16816.F32": 8}))
     region = _region("HMMA.16816.F32 R4, R8, R12, R4", "IADD3 R0, R1, R2, RZ")
     assert analysis.tensor_opcodes(region) == Counter({"HMMA.16816.F32": 1})
+
+
+def test_a_warps_own_latency_is_stable_when_only_the_block_span_scatters():
+    """The wgmma completion-latency loop (one warpgroup, fitted as one warp): each warp's own
+    cycles repeat, while the warps' start times jitter between launches, so the block span's
+    throughput scatters. The latency's own reasons (lat_why) are empty; the point's are not."""
+    rng = np.random.default_rng(7)
+    raw = {}
+    for t in (32, 64, 96):
+        reps = []
+        for _ in range(15):
+            t0 = rng.integers(0, 4000, size=4).astype(float)      # start jitter per launch
+            reps.append((t0, t0 + 250.0 * t + 40.0))               # each warp: 250 per trip
+        raw[t] = reps
+    pt = analysis.fit_point(raw, warps=1, ilp=1, work=2 * 64 * 128 * 16, steps=1)
+    assert pt.latency == pytest.approx(250.0)
+    assert pt.lat_why == ""
+    assert pt.unstable and "throughput" in pt.why
