@@ -18,8 +18,21 @@ class Recorder:
         # files a test wrote into the report directory (plots, curves): name, caption, test
         self.artifacts: list[dict] = []
         self.generations = None     # generations.Table of the run's figures, set at the end
+        self._seen: dict[tuple, Result] = {}
 
     def add(self, r: Result) -> Result:
+        """Keep a result; the same figure reported again by another test (Table II and Table
+        V judge the same cached chains: 10 keys twice in a run) is kept once, the other test
+        named in its data (`also_in`)."""
+        key = (r.arch, r.key, str((r.provenance or {}).get("uuid", "")), r.status, r.value)
+        if r.value is not None:
+            first = self._seen.get(key)
+            if first is not None and first.test != r.test:
+                also = first.data.setdefault("also_in", [])
+                if r.test not in also:
+                    also.append(r.test)
+                return first
+            self._seen.setdefault(key, r)
         self.results.append(r)
         return r
 

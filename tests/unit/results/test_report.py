@@ -145,3 +145,20 @@ def test_a_multi_gpu_report_names_every_gpu(tmp_path):
     one.add(Result("latency.add.u32", "sm_90", "pass", 4.0, "cycles",
                    provenance={"device": "NVIDIA H200", "device_index": 0, "uuid": "GPU-1"}))
     assert "**GPUs**" not in one.markdown()
+
+
+def test_a_figure_two_tests_report_is_kept_once():
+    """Table II and Table V judge the same cached chains: the report keeps the figure once
+    and names the second test in its data; a different value or another GPU is kept apart."""
+    rec = Recorder()
+    prov = {"device": "NVIDIA H200", "device_index": 0, "uuid": "GPU-0"}
+    a = rec.add(Result("latency.add.f16", "sm_90", "pass", 4.0, "cycles", test="t_v",
+                       provenance=prov))
+    b = rec.add(Result("latency.add.f16", "sm_90", "pass", 4.0, "cycles", test="t_ii",
+                       provenance=prov))
+    assert b is a and len(rec.results) == 1 and a.data["also_in"] == ["t_ii"]
+    rec.add(Result("latency.add.f16", "sm_90", "pass", 4.0, "cycles", test="t_v",
+                   provenance={**prov, "device_index": 1, "uuid": "GPU-1"}))
+    rec.add(Result("latency.add.f16", "sm_90", "pass", 4.5, "cycles", test="t_ii",
+                   provenance=prov))
+    assert len(rec.results) == 3
