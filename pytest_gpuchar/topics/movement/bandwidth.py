@@ -12,9 +12,9 @@ import numpy as np
 from ...core.probe import NotApplicable, Probe
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
-from .rows import (BLOCK, BW_SPREAD_REL, BW_SPREAD_REL_BY_LEVEL, SHARED_PEAK,
-                   SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
-                   Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
+from .rows import (BLOCK, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK, SHARED_PEAK_SOURCE,
+                   STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS, Level, Region,
+                   Stream, StreamRow, TmaBwRow, hbm_peak)
 from .state import MovementGpu
 
 if TYPE_CHECKING:
@@ -108,16 +108,13 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
     return analysis.stream_figures(runs, {t: moved * t * row.unroll * row.width * BLOCK
                                           for t in row.trips},
-                                   spread_rel=BW_SPREAD_REL_BY_LEVEL.get(row.level,
-                                                                         BW_SPREAD_REL))
+                                   spread_rel=RATE_SPREAD_REL[row.level])
 
 
 def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
-    """Relative tolerance of a rate, from how well one board repeats it (H200 boards, two
-    nights each): shared memory 1%; the L2 per SM 2% (36.19 -> 36.59 B/clk/SM, +1.1%, and
-    36.43 -> 36.15); device memory 5% (whole GPU: write 2379 -> 2304 B/clk, read 2256 ->
-    2298, copy 2125 -> 2091, each inside its run's spread); a whole-GPU sum at least 2%."""
-    rel = {Level.DRAM: 0.05, Level.L2: 0.02}.get(row.level, 0.01)
+    """Relative tolerance of a rate from the row's level (rows.RATE_TOL_REL); a whole-GPU
+    sum at least 2%."""
+    rel = RATE_TOL_REL[row.level]
     return max(rel, 0.02) if whole_gpu else rel
 
 
@@ -187,8 +184,7 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
                           args=lambda out, t: (out, big, big, np.uint64(slice_), np.uint32(t),
                                                np.uint32(mask)))
     return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS},
-                                   spread_rel=BW_SPREAD_REL_BY_LEVEL.get(row.level,
-                                                                         BW_SPREAD_REL))
+                                   spread_rel=RATE_SPREAD_REL[row.level])
 
 
 def tma_bw_figures(session: "GpuCharSession", row: TmaBwRow, arch: str):
