@@ -443,6 +443,12 @@ def test_cli_update(tmp_path, capsys):
                    "--root", str(tmp_path)]) == 0
     assert "wrote 1 values" in capsys.readouterr().out
     assert E.load_file(path).get("latency.add.u32").value == 4.25
+    # --fleet spans a model's boards: without --device it names what it needs, writes nothing
+    before = path.read_text()
+    assert cli.main(["update", "--results", str(report), "--arch", "80", "--fleet",
+                     "--root", str(tmp_path)]) == 2
+    assert "--fleet needs --device" in capsys.readouterr().err
+    assert path.read_text() == before
 
 
 # --- topic files: expectations/<topic>/<arch>.yaml -----------------------------------------
