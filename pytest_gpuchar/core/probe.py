@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from . import ptx, sass
 from .ptx import InputSlot
-from .verify import Intent, Verdict, verify
+from .verify import Intent, ProbeInvalid, Verdict, verify
 
 
 class NotApplicable(Exception):
@@ -84,6 +84,9 @@ class Probe:
         """Verify the probe's timed regions in `functions`; raises ProbeInvalid or
         sass.RegionError. The one verification entry point of every probe."""
         regions = self.regions(functions)
+        if self.guarded and len(self.entries) > 1:
+            same_guard(self.name, {n: sass.timed_region(functions[e])
+                                   for n, e in self.entries.items()})
         verdict = self.verify_regions(regions, functions)
         verdict.regions = regions
         return verdict
@@ -109,6 +112,36 @@ def _is_guard_setup(ins: sass.Instr) -> bool:
     if ins.opcode == "IADD32I" and ins.operands and ins.operands[0].startswith("RZ.CC"):
         return True
     return ins.opcode == "MOV" and len(ins.operands) == 2 and ins.operands[1] == "RZ"
+
+
+def guard_form(region: list[sass.Instr]) -> str:
+    """How the compiler kept the guard of a timed region: "branch" (a conditional branch
+    over the body), "predicated" (if-converted: the body carries the guard's predicate) or
+    "empty" (no body)."""
+    k = 0
+    while k < len(region) and k < 4 and _is_guard_setup(region[k]):
+        k += 1
+    rest = region[k:]
+    if not rest:
+        return "empty"
+    return "branch" if rest[0].is_conditional_branch else "predicated"
+
+
+def same_guard(name: str, regions: dict[int, list[sass.Instr]]) -> None:
+    """The guard's cost cancels in the slope only if it is the same at every length: ptxas
+    if-converts the branch over a short body and keeps it over a long one, and a probe whose
+    shortest kernel is predicated while the longer ones branch carries the difference in its
+    slope (a cpi probe of 4, 8 and 12 DFMA read 32, 60 and 72 cycles). Raises ProbeInvalid
+    naming the lengths of each form."""
+    forms: dict[str, list[int]] = {}
+    for n in sorted(regions):
+        forms.setdefault(guard_form(regions[n]), []).append(n)
+    forms.pop("empty", None)
+    if len(forms) > 1:
+        how = "; ".join(f"{form} at {lengths}" for form, lengths in forms.items())
+        raise ProbeInvalid(f"{name}: the guard over the timed body is not the same at every "
+                           f"length ({how}): its fixed cost would not cancel in the slope; "
+                           f"time lengths the compiler treats alike")
 
 
 def strip_guard(name: str, region: list[sass.Instr]) -> list[sass.Instr]:

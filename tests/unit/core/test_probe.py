@@ -70,3 +70,18 @@ def test_missing_kernel_is_a_region_error():
     p = Probe("x", "sm_90", "", {1: "k"}, {1: 1})
     with pytest.raises(sass.RegionError, match="missing"):
         p.regions({})
+
+
+def test_a_guard_kept_differently_across_lengths_makes_the_probe_invalid():
+    """ptxas if-converts the guard over 4 independent DFMA and branches over 8 and 12: the
+    guard's cost then differs between lengths and lands in the slope."""
+    from pytest_gpuchar.core.verify import ProbeInvalid
+    setup = [ins("ISETP.NE.U32.AND P0, PT, R2, -0x1, PT")]
+    dfma = "DFMA R8, R14, R16, R18"
+    branch = {n: setup + [ins("@!P0 BRA `(.L_x_1)")] + [ins(dfma)] * n for n in (8, 12)}
+    regions = {4: setup + [ins("@P0 " + dfma)] * 4, **branch}
+    assert probes.guard_form(regions[4]) == "predicated"
+    assert probes.guard_form(regions[8]) == "branch"
+    with pytest.raises(ProbeInvalid, match=r"predicated at \[4\]; branch at \[8, 12\]"):
+        probes.same_guard("cpi/fma.rn.f64", regions)
+    probes.same_guard("cpi/fma.rn.f64", branch)      # one form: nothing to say
