@@ -82,6 +82,10 @@ INVOLUTION = ("an involution: op(op(x)) = x, so a chain of two ops folds to noth
               "chain of N to at most one op; no single-op dependent chain can exist")
 IDEMPOTENT = ("idempotent: op(op(x)) = op(x), the compiler folds a chain to one op; no "
               "single-op dependent chain can exist")
+# Lengths of an independent probe must all keep the guard the same way (core.probe.same_guard):
+# ptxas if-converts the branch over 4 independent DFMA (or 2 testp, 4 bar.warp.sync) and keeps
+# it over 8 (3, 8), so those rows start where every length branches.
+INDEP_F64_FMA = (8, 12, 16)       # 16 ops x 8 registers: no spill
 PREDICATE = ("the result is a predicate and the source a register value: feeding the result "
              "back needs a selp (SEL), which is not this instruction")
 
@@ -161,7 +165,8 @@ TABLE_V: list[InstrRow] = [
     R("mad24.lo.u32", op("mad24.lo.u32 {d}, {a}, {a}, {a};", 32, 32), None, signature=(IMUL,), dep="acc"),
     R("mad24.hi.u32", op("mad24.hi.u32 {d}, {a}, {a}, {a};", 32, 32), None, signature=("IMAD*|XMAD*",), dep="acc"),
     R("mad.rn.f32", op("mad.rn.f32 {d}, {a}, {b}, {c};", 32, 32, 32, 32, kind="near1"), ("FFMA",), dep="acc"),
-    R("mad.rn.f64", op("mad.rn.f64 {d}, {a}, {b}, {c};", 64, 64, 64, 64, kind="near1"), ("DFMA",), dep="acc"),
+    R("mad.rn.f64", op("mad.rn.f64 {d}, {a}, {b}, {c};", 64, 64, 64, 64, kind="near1"), ("DFMA",), dep="acc",
+      indep_lengths=INDEP_F64_FMA),
     # --- sad
     # (Maxwell/Pascal zero-extend the chained 16-bit result too, with LOP32I.AND)
     R("sad.u16", op("sad.u16 {d}, {b}, {c}, {a};", 16, 16, 16, 16), None, signature=("VABSDIFF*|IADD*",), dep="keep",
@@ -267,7 +272,8 @@ TABLE_V: list[InstrRow] = [
       cpi_note=F16X2_NOTE.format(op="fma.rn.f16", sass="HFMA2; on sm_80 and sm_90 every second pair "
                              "is HFMA2.MMA, issued to another pipe than HFMA2")),
     R("fma.rn.f32", op("fma.rn.f32 {d}, {a}, {b}, {c};", 32, 32, 32, 32, kind="near1"), ("FFMA",), dep="acc"),
-    R("fma.rn.f64", op("fma.rn.f64 {d}, {a}, {b}, {c};", 64, 64, 64, 64, kind="near1"), ("DFMA",), dep="acc"),
+    R("fma.rn.f64", op("fma.rn.f64 {d}, {a}, {b}, {c};", 64, 64, 64, 64, kind="near1"), ("DFMA",), dep="acc",
+      indep_lengths=INDEP_F64_FMA),
     # --- sqrt / rsqrt / rcp / ex2 (MUFU, with range fix-ups unless .ftz)
     R("sqrt.rn.f32", op("sqrt.rn.f32 {d}, {a};", 32, 32, kind="float"), None, signature=("MUFU.RSQ",), dep="acc"),
     R("sqrt.approx.f32", op("sqrt.approx.f32 {d}, {a};", 32, 32, kind="float"), None, signature=("MUFU.SQRT|MUFU.RSQ",), dep="acc"),
@@ -310,7 +316,7 @@ TABLE_V: list[InstrRow] = [
     R("testp.normal.f32", op("testp.normal.f32 {d}, {a};", 1, 32, kind="float"), None, signature=("ISETP*",), dep=None, dep_note=PREDICATE,
       indep_lengths=(2, 4, 6)),
     R("testp.subnormal.f32", op("testp.subnormal.f32 {d}, {a};", 1, 32, kind="float"), None, signature=("ISETP*",), dep=None, dep_note=PREDICATE,
-      indep_lengths=(2, 4, 6)),
+      indep_lengths=(3, 4, 6)),
     R("testp.normal.f64", op("testp.normal.f64 {d}, {a};", 1, 64, kind="float"), None, signature=("ISETP*",), dep=None, dep_note=PREDICATE,
       indep_lengths=(2, 4, 6)),
     R("testp.subnormal.f64", op("testp.subnormal.f64 {d}, {a};", 1, 64, kind="float"), None, signature=("ISETP*",), dep=None, dep_note=PREDICATE,
@@ -329,7 +335,7 @@ TABLE_V: list[InstrRow] = [
     # With more than 16 of them in the region (ptxas 13.0 and 13.5) the guard's clock compare
     # moves to the uniform datapath (R2UR, UISETP, PLOP3) in the timed region: regions of 4..12.
     R("bar.warp.sync", op("bar.warp.sync -1; // {d} {a}", 32, 32), ("NOP|WARPSYNC*",), dep=None, dep_note="no result: nothing for a next op to consume", min_arch=70,
-      indep_lengths=(4, 8, 12)),
+      indep_lengths=(8, 12, 16)),
     # fns: mask, base and offset are the one source (see bfe.u32: CSE of shared operands)
     R("fns.b32", op("fns.b32 {d}, {a}, {a}, {a};", 32, 32, kind="small"), None, signature=("POPC|FLO*",), dep="acc"),
     R("cvt.rzi.s32.f32", op("cvt.rzi.s32.f32 {d}, {a};", 32, 32, kind="float"), ("F2I.TRUNC.NTZ|F2I.S32.F32.TRUNC",), dep="acc"),

@@ -9,7 +9,7 @@ from enum import Enum
 from ...core import archs
 
 LINE = 128                      # bytes per pointer in random chases: one per 128-byte line
-CHAIN_LENGTHS = (16, 32, 64)    # unrolled dependent loads per timed region
+CHAIN_LENGTHS = (32, 48, 64)    # unrolled dependent loads per timed region (all branch: same_guard)
 LOOP_STEPS = (32, 64, 128)      # iterations of the timed chase loop
 SMEM_BYTES = 16384              # static shared array of the shared-memory probes
 

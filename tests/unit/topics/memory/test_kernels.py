@@ -15,7 +15,7 @@ from pytest_gpuchar.topics.memory import kernels, rows, run
 
 def test_probe_names_and_units():
     p = kernels.chase_probe("cv", "sm_90", "chain")
-    assert p.intent(16).unit == ("LDG.E.64.STRONG.SYS",) and p.intent(16).min_depth == 16
+    assert p.intent(32).unit == ("LDG.E.64.STRONG.SYS",) and p.intent(32).min_depth == 32
     assert rows.sass_unit("ca", "sm_80") == ("LDG.E.64.STRONG.SM",)
     assert rows.sass_unit("ca", "sm_61") == ("LDG.E.64",)
     loop = kernels.chase_probe("shared_ld", "sm_90", "loop")
@@ -47,14 +47,14 @@ def test_chase_kernel_is_the_shared_frame():
     """Setup (warm-up walk) before the first clock read, the guard, the body, the second
     read; no pass loop."""
     text = kernels.chase_probe("ca", "sm_90", "chain").kernels
-    k16 = text.split(".visible .entry")[1]
+    k32 = text.split(".visible .entry")[1]
     marks = ("$WARMED:", "mov.u64 %t0, %clock64;", "@%never bra $BODY_END;",
              "ld.global.ca.u64 %p64, [%p64];", "$BODY_END:", "mov.u64 %t1, %clock64;")
-    at = [k16.index(marks[0])]
+    at = [k32.index(marks[0])]
     for m in marks[1:]:
-        at.append(k16.index(m, at[-1]))     # each after the one before
+        at.append(k32.index(m, at[-1]))     # each after the one before
     assert "$PASS" not in text
-    assert k16.count("ld.global.ca.u64 %p64, [%p64];") == 16 + 1    # + the warm-up step
+    assert k32.count("ld.global.ca.u64 %p64, [%p64];") == 32 + 1    # + the warm-up step
 
 
 def ins(text: str, off: int) -> sass.Instr:
@@ -92,7 +92,7 @@ def test_loop_probe_verifies_setup_then_one_iteration():
 
 def test_bank64_probe_allows_few_side_instructions():
     p = kernels.bank_probe(rows.BankRow(64, 2), "sm_90")
-    n = 16
+    n = 32
     loads = [ins("LDS.64 R2, [R2]", 32 * k) for k in range(n)]
     side = [ins("IMNMX.U32 R5, R5, R3, PT", 32 * k + 16) for k in range(n)]
     region = [x for pair in zip(loads, side) for x in pair]
