@@ -18,8 +18,10 @@ CHASE_SASS = ("LDG.E.64.STRONG.GPU",)
 
 def cp_async_kernel(entry: str, n: int, op: str) -> str:
     """n dependent 16-byte cp.async (.ca or .cg) round trips: copy the node at p into shared
-    memory, wait for the group, read the next node's offset from the copy. Parameters (out,
-    base, start offset, iters); thread 0 records (cycles, end offset, SM) of the last pass."""
+    memory, wait for the group, read the next node's offset from the copy. Every pass walks
+    the same n nodes from the start offset (the L1 is not kept across launches: the first
+    pass brings the nodes in, the timed last pass finds them there). Parameters (out, base,
+    start offset, iters); thread 0 records (cycles, end offset, SM) of the last pass."""
     dst = f"{entry}_dst"
     step = [f"cp.async.{op}.shared.global [%dst], [%p], 16;", "cp.async.commit_group;",
             "cp.async.wait_group 0;", "ld.shared.u32 %off, [%dst];", "cvt.u64.u32 %o64, %off;",
@@ -29,8 +31,8 @@ def cp_async_kernel(entry: str, n: int, op: str) -> str:
         preamble=[f".shared .align 16 .b8 {dst}[16];"],
         decls=common_regs(", %base, %start, %p, %o64", ", %dst, %off"),
         setup=[*load_common(), "ld.param.u64 %base, [base_param];",
-               "ld.param.u64 %start, [start_param];", f"mov.u32 %dst, {dst};",
-               "add.u64 %p, %base, %start;"],
+               "ld.param.u64 %start, [start_param];", f"mov.u32 %dst, {dst};"],
+        operands=["add.u64 %p, %base, %start;"],
         body=step * n,
         after=["sub.s64 %dt, %t1, %t0;", "sub.u64 %a64, %p, %base;", "mov.u32 %sm, %smid;",
                *only_thread0(["st.global.u64 [%out], %dt;", "st.global.u64 [%out+8], %a64;",

@@ -9,22 +9,27 @@ from enum import Enum
 from ...core import archs
 
 # --- lengths (differential: every figure is a slope over these) ----------------------------------
-DSM_LENGTHS = (16, 32, 64)        # dependent ld.shared::cluster per timed region
+# Every length of a probe must keep the guard over its body the same way (core.probe.same_guard):
+# ptxas if-converts it over 8-16 dependent loads and keeps the branch from 32 on. The TMA chains
+# are 16-64 long so that one launch's scatter (L2: 100-cycle modes; device memory: fresh random
+# lines) stays under the spread limit of the slope; cluster launches time 4-32 CTAs per SM
+# (with clusters the scheduler spreads 2-10 CTAs over the SMs of a nominal 2-8).
+DSM_LENGTHS = (32, 48, 64)        # dependent ld.shared::cluster per timed region
 MAPA_LENGTHS = (16, 32, 64)
 BARRIER_LENGTHS = (8, 16, 32)     # barrier.cluster arrive + wait pairs
-TMA_LENGTHS = (4, 8, 16)          # dependent 1 KiB transfers (issue, complete, read)
+TMA_LENGTHS = (16, 32, 64)        # dependent 1 KiB transfers (issue, complete, read)
 ASYNC_LENGTHS = (8, 16, 32)       # dependent cp.async round trips
 MBAR_LENGTHS = (16, 32, 64)
 FENCE_LENGTHS = (8, 16, 32)
-L2_LENGTHS = (8, 16, 32)          # dependent L2 hits per line (heatmap)
-LOADED_LENGTHS = (16, 32, 64)     # dependent device-memory loads under load
+L2_LENGTHS = (32, 48, 64)         # dependent L2 hits per line (heatmap)
+LOADED_LENGTHS = (32, 48, 64)     # dependent device-memory loads under load
 
 CLUSTER_SIZES = (2, 4, 8, 16)     # 16 needs the non-portable attribute
 LINE = 128                        # bytes per chain element (one L2 line)
 TMA_BYTES = 1024                  # bytes per transfer of the TMA latency chains
 DSM_SLOTS = 64                    # chain elements in each CTA's shared memory
 L2_LINES = 160                    # lines of the heatmap (> SM count: staggered, no sharing)
-TMA_DRAM_BLOCKS = 4096            # distinct 1 KiB blocks of a device-memory TMA chain
+TMA_DRAM_BLOCKS = 8192            # distinct 1 KiB blocks of a device-memory TMA chain
 TMA_L2_BLOCKS = 32                # blocks of an L2-resident TMA chain (walked warm first)
 
 
@@ -79,7 +84,7 @@ SYNC_ROWS = (SyncRow(Sync.MAPA),) + tuple(SyncRow(k, c) for k in (Sync.BARRIER,
                                                                 Sync.BARRIER_RELAXED)
                                           for c in CLUSTER_SIZES)
 LAUNCH_CLUSTERS = (1, 2, 4, 8)           # 1: a plain launch (no cluster attribute)
-LAUNCH_WAVES = (2, 4, 8)                 # blocks per SM, run one after the other
+LAUNCH_WAVES = (4, 8, 16, 32)            # blocks per SM, run one after the other
 DSM_BW_CLUSTERS = (2, 4, 8, 16)
 
 

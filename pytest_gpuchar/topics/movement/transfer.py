@@ -203,7 +203,8 @@ def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measur
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
 
 def _measure_cp_async(s: MovementGpu, kind: Async, probe):
-    """Chain of 32 nodes 128 B apart (4 KiB, L1- and L2-resident after the warm launch)."""
+    """Chain of 32 nodes 128 B apart (4 KiB, L2-resident after the warm launch); each pass of a
+    launch walks the same n nodes, so the timed second pass finds them in the L1 (.ca)."""
     name = probe.name
     nodes = 32
     buf = s.buffer(f"cp_async_{kind.value}", nodes * LINE)
@@ -217,14 +218,14 @@ def _measure_cp_async(s: MovementGpu, kind: Async, probe):
     keep = s.records((4,))
     s.launch(fns[longest], (1,), (1,), (keep, buf, np.uint64(order.position(0) * LINE),
                                         np.uint32(warm)), name=name)
-    cursor += warm * longest
+    cursor += longest       # every pass walks the same nodes from the start
     outs, want = {n: s.records((s.repeats + 1, 4)) for n in ASYNC_LENGTHS}, []
     for r in range(s.repeats + 1):
         for n in ASYNC_LENGTHS:
             s.launch(fns[n], (1,), (1,), (outs[n][r], buf,
                                           np.uint64(order.position(cursor) * LINE), passes()),
                      name=name)
-            cursor += int(passes()) * n
+            cursor += n
             want.append((n, r, order.position(cursor) * LINE))
     s.wait(name)
     del keep
@@ -260,9 +261,11 @@ def _measure_sync_op(s: MovementGpu, kind: Async, probe):
 
 ASYNC_METHOD = {
     Async.CP_ASYNC_CA: "cp.async.ca 16 B + commit + wait_group 0 + ld.shared of the next "
-                       "offset, chain of 32 nodes (L1-resident)",
+                       "offset, chain of 32 nodes, every pass the same n nodes (the timed "
+                       "second pass hits in the L1)",
     Async.CP_ASYNC_CG: "cp.async.cg 16 B + commit + wait_group 0 + ld.shared of the next "
-                       "offset, chain of 32 nodes (L2-resident: .cg bypasses the L1)",
+                       "offset, chain of 32 nodes, every pass the same n nodes (L2 hits: .cg "
+                       "bypasses the L1)",
     Async.ARRIVE: "independent mbarrier.arrive.shared::cta (state discarded) on a count-1 "
                   "barrier: issue cost",
     Async.TEST_WAIT: "mbarrier.arrive -> test_wait on its state -> selp of the next barrier "
