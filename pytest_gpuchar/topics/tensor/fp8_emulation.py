@@ -160,20 +160,18 @@ class Point:
     spread: float
     unstable: bool
     why: str = ""
+    chain_why: str = ""       # why the per-warp chain cycles alone are unstable
 
 
 def point(records: dict, warps: int, ilp: int) -> Point:
     """records: n -> [(starts, ends) per repeat], one clock per thread (lane 0 of each warp
-    is taken). Per repeat, the mean warp span and the block span (max end - min start) are
-    fitted over n."""
-    warp = {n: [float(np.mean(np.asarray(t1, float) - np.asarray(t0, float))) for t0, t1 in reps]
-            for n, reps in records.items()}
-    block = {n: [float(np.max(t1) - np.min(t0)) for t0, t1 in reps] for n, reps in records.items()}
-    ops = {n: n for n in records}
-    wf = fit(warp, ops, spread_abs=SPREAD_ABS, spread_rel=SPREAD_REL)
-    bf = fit(block, ops, spread_abs=SPREAD_ABS, spread_rel=SPREAD_REL)
-    work = FLOP * ilp * warps
-    each = [work / s for s in bf.slopes if s > 0]
-    why = "; ".join(w for w in (wf.why_unstable, bf.why_unstable) if w)
-    return Point(warps, ilp, wf.value, work / bf.value if bf.value > 0 else float("nan"),
-                 (max(each) - min(each)) if each else float("inf"), bool(why), why)
+    is taken). The sweeps' fit (analysis.fit_point): the mean warp span and the block span
+    (max end - min start) fitted over n, stable when the per-launch slopes' interquartile
+    ranges are within 5% and, with several warps, the warps' start skew is under 1% of the
+    longest span. `why` of the chain cycles: the per-warp latency's own reasons only."""
+    from .analysis import fit_point
+    raw = {n: [(np.asarray(t0, np.int64), np.asarray(t1, np.int64)) for t0, t1 in reps]
+           for n, reps in records.items()}
+    sp = fit_point(raw, warps=warps, ilp=ilp, work=FLOP * ilp * warps, steps=1)
+    return Point(warps, ilp, sp.latency, sp.throughput, sp.thr_spread, sp.unstable, sp.why,
+                 sp.lat_why)

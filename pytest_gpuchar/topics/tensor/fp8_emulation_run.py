@@ -32,7 +32,9 @@ METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass});
           "{lengths}), every op its own A and B fragments, unrolled between two %clock64 "
           "reads; cycles per chain step = slope over n of the mean warp span, throughput = "
           "FLOP / slope of the block span (max end - min start); median of {reps} launches "
-          "after a warm-up; driver-JIT SASS verified (the region grows by that sequence per op)")
+          "after a warm-up, stable when the launches' slopes agree within 5% (interquartile "
+          "range) and the warps' start skew is under 1% of the block span; driver-JIT SASS "
+          "verified (the region grows by that sequence per op)")
 
 
 def groups(arch: str) -> list[Group]:
@@ -130,7 +132,7 @@ def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured
     base = next(p for p in run.points if p.warps == 1 and p.ilp == 1)
     stable = [p for p in run.points if not p.unstable]
     top = max(stable, key=lambda p: p.throughput) if stable else None
-    out = [_figure(f"{r.key}.accumulate_chain_cycles", base.chain_cycles, 0.0, base.why,
+    out = [_figure(f"{r.key}.accumulate_chain_cycles", base.chain_cycles, 0.0, base.chain_why,
                    "cycles/op", "1 warp, one chain: cycles per op of a C-dependent chain (C "
                    "enters only the 4 FADD; the HMMAs of consecutive ops are independent); "
                    + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
