@@ -9,7 +9,10 @@ from enum import Enum
 from ...core import archs
 
 LINE = 128                      # bytes per pointer in random chases: one per 128-byte line
-CHAIN_LENGTHS = (32, 48, 64)    # unrolled dependent loads per timed region (all branch: same_guard)
+# unrolled dependent loads per timed region: from 32 on ptxas keeps the guard's branch at every
+# length (core.probe.same_guard; it if-converts 16), and a range of 96 steps keeps one launch's
+# scatter in the slope within the limit (L2 hits and device memory at 32-64 were not)
+CHAIN_LENGTHS = (32, 64, 128)
 LOOP_STEPS = (32, 64, 128)      # iterations of the timed chase loop
 SMEM_BYTES = 16384              # static shared array of the shared-memory probes
 

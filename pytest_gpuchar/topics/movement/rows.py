@@ -22,7 +22,7 @@ ASYNC_LENGTHS = (8, 16, 32)       # dependent cp.async round trips
 MBAR_LENGTHS = (16, 32, 64)
 FENCE_LENGTHS = (8, 16, 32)
 L2_LENGTHS = (32, 48, 64)         # dependent L2 hits per line (heatmap)
-LOADED_LENGTHS = (32, 48, 64)     # dependent device-memory loads under load
+LOADED_LENGTHS = (32, 64, 128)    # dependent device-memory loads under load
 
 CLUSTER_SIZES = (2, 4, 8, 16)     # 16 needs the non-portable attribute
 LINE = 128                        # bytes per chain element (one L2 line)

@@ -67,7 +67,7 @@ def test_latency_row_gives_latency_and_loop_figures():
     assert lat.data["footprint_bytes"] == 16 * 1024 and lat.data["distinct_lines"] == 128
     assert lat.data["tolerance"] == {"abs": 1.0, "rel": 0.05} and "slopes" in lat.data
     assert "the whole cycle walked once before the clock in every launch" in lat.method
-    assert "ld.global.ca.u64 p, [p];" in lat.method and "[32, 48, 64]" in lat.method
+    assert "ld.global.ca.u64 p, [p];" in lat.method and "[32, 64, 128]" in lat.method
     assert m.sass == kernels.chase_probe("ca", ARCH).snapshot_text(
         s.runs.once(("memory", "session"), None).functions)
 

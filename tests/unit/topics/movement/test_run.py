@@ -61,7 +61,7 @@ class Sim(MovementGpu):
 
     def __init__(self, repeats: int = 3) -> None:
         self.dev = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch=ARCH, sm_count=SMS,
-                                   l2_bytes=1 << 20, shared_per_sm=233472)
+                                   l2_bytes=1 << 22, shared_per_sm=233472)
         self.session, self.gpu, self.repeats = None, None, repeats
         self.launcher = drv.ClusterLauncher(None, drv.Driver(OccupancyLib()))
         self._built, self._buffers, self._addr = {}, {}, {}
