@@ -216,6 +216,18 @@ def test_serial_blocks_slope_is_body_plus_gap():
     assert s.counts == [2, 4, 8]
 
 
+def test_serial_blocks_are_judged_on_the_launches_interquartile_range():
+    """One launch of seven in another placement (gap 1000 instead of 900) leaves the figure
+    stable, its full range reported; launches scattered throughout make it unstable."""
+    def launches(gaps):
+        return [[_launch_records(4, b, body=300, gap=g) for b in (4, 8, 16)] for g in gaps]
+    one_off = analysis.serial_blocks(launches([900] * 6 + [1000]))
+    assert one_off.why == "" and one_off.value == pytest.approx(1200.0)
+    assert one_off.spread == pytest.approx(100.0)
+    scattered = analysis.serial_blocks(launches([800, 850, 900, 950, 1000, 1050, 1100]))
+    assert "interquartile range" in scattered.why and "full range 300" in scattered.why
+
+
 def test_serial_blocks_that_overlap_have_no_figure():
     rec = _launch_records(2, 4, body=300, gap=-100)
     s = analysis.serial_blocks([[rec, _launch_records(2, 2, 300, 900)]])
