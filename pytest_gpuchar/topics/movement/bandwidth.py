@@ -209,7 +209,8 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
                                     where=where, trips=list(TMA_TRIPS), reps=s.repeats),
         data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": s.unit(probe),
-              "tolerance": {"abs": 0.0, "rel": 0.02}}), sass=s.sass(probe), checks=figs.checks)
+              "tolerance": {"abs": 0.0, "rel": RATE_TOL_REL[row.level]}}), sass=s.sass(probe),
+        checks=figs.checks)
 
 
 def tma_knee(session: "GpuCharSession", level: Level, arch: str, artifact) -> Measured:
