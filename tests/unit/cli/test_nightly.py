@@ -220,6 +220,18 @@ def test_repeatability_per_topic_against_specs_bar():
     assert "status changes between runs: 1" in text
 
 
+def test_a_models_error_repeats_within_one_point():
+    """Errors are shares of the measured cycles: 0.0023 -> 0.0058 moved 0.35 points (the
+    cycles 0.35%), 0.641 -> 0.654 moved 1.3."""
+    a = [R("bsp.mm.big.error", 0.0023, unit="ratio"), R("bsp.knn.small.error", 0.641,
+                                                        unit="ratio")]
+    b = [R("bsp.mm.big.error", 0.0058, unit="ratio"), R("bsp.knn.small.error", 0.654,
+                                                        unit="ratio")]
+    bsp = ch.repeatability(a, b)["topics"]["bsp"]
+    assert (bsp["other"], bsp["other_1pc"]) == (2, 1)
+    assert bsp["differs"][0][1] == "bsp.knn.small.error: 0.641 vs 0.654 (moved 1.3 points)"
+
+
 def test_repeatability_command(tmp_path, capsys):
     import json
     for name, v in (("a.json", 4.0), ("b.json", 4.1)):
