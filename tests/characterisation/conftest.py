@@ -68,3 +68,18 @@ def _compile_batches(request, gpuchar):
     if ("compiled",) not in gpuchar.runs:
         gpuchar.runs.once(("compiled",), lambda: True)
         _compile(gpuchar, request.session.items, gpuchar.archs(), ("static", "hardware"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a GPU of a selected arch (one process): every hardware test before the static checks
+    (each kind in its collected order). The static checks wait for offline assemblies that
+    then run in the background while the GPU measures; first, the run's opening test waited
+    for them with the GPU idle (H200: 14.8 s at test_bsp_kernel_sass)."""
+    from pytest_gpuchar.fixtures import state
+    s = state(config)
+    if s.is_worker or config.getoption("numprocesses", None):
+        return
+    dev = s.device
+    if not dev or dev.arch not in s.archs():
+        return
+    items.sort(key=lambda item: item.get_closest_marker("static") is not None)
