@@ -156,6 +156,8 @@ def test_prediction_row(cupy, size_id):
         measured.data["globaltimer_ns"] * 1.98)
     assert predicted.value == pytest.approx(predicted.data["prediction"]["cycles"], abs=1e-3)
     assert error.value == pytest.approx(abs(measured.value - predicted.value) / measured.value)
+    assert error.spread == pytest.approx(
+        predicted.value / measured.value * measured.spread / measured.value)
     h200 = STORE.load("sm_90").get("throughput.launch.block", "NVIDIA H200")
     lo, hi = h200.range or (h200.value, h200.value)     # the H200 boards' entry
     assert predicted.data["parameters"]["block_lnch_ovh"]["value"] == round((lo + hi) / 2, 3)

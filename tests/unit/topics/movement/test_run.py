@@ -347,8 +347,9 @@ def test_bandwidth_rows_and_staircase(gpu, artifact, tmp_path):
         m = run.bandwidth(gpu, row, ARCH, artifact)
         per_sm = _one(m, f"movement.bandwidth.{row.id}.per_sm")
         assert per_sm.value == pytest.approx(RATE[row.id], rel=1e-3) and not m.checks
-        assert _one(m, f"movement.bandwidth.{row.id}.gpu").value == pytest.approx(
-            SMS * RATE[row.id], rel=1e-3)
+        gpu_fig = _one(m, f"movement.bandwidth.{row.id}.gpu")
+        assert gpu_fig.value == pytest.approx(SMS * RATE[row.id], rel=1e-3)
+        assert gpu_fig.spread == pytest.approx(gpu_fig.value * per_sm.spread / per_sm.value)
         if row.peak == "shared":
             assert _one(m, f"movement.bandwidth.{row.id}.of_peak").value == pytest.approx(
                 RATE[row.id] / 128, rel=1e-3)
