@@ -12,7 +12,7 @@ import pytest
 
 from . import fixtures
 from .results import terminal
-from .core import archs, toolchain
+from .core import archs, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
 from .fixtures import STATE, state
@@ -194,6 +194,16 @@ def pytest_runtest_call(item: pytest.Item):
         pytest.xfail(e.reason)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):
+    """Waits (driver JIT, offline assembly, GPU) are charged to the test that waited."""
+    timing.set_test(item.nodeid)
+    try:
+        return (yield)
+    finally:
+        timing.set_test("")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     """An expected failure raised in a test (an invalid probe on an arch that cannot run it,
@@ -232,6 +242,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     })
     if dev:
         st.recorder.meta.update(dev.provenance())
+        # where a hardware run's time went: seconds blocked on the JIT, ptxas, the GPU
+        st.recorder.meta["blocked_s"] = timing.summary()
     if st.report_dir and not st.is_worker:
         if any(r.value is not None for r in st.recorder.results):
             from .results import generations

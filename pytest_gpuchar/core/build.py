@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Callable
 
-from . import jit, sass, toolchain
+from . import jit, sass, timing, toolchain
 from .device import DeviceInfo
 from .probe import Probe
 
@@ -206,11 +206,12 @@ class Builds:
         toolchain.find("nvdisasm", probe.arch)
         key = (probe.arch, tool.version, probe.digest)
         pending = self._offline_pending.pop(key, None)
-        if pending is not None and not pending.cancelled():
-            pending.result()        # its part is compiling in the background
-        funcs = self._offline_probe.get(key)
-        if funcs is None:
-            funcs = self.offline_module(probe.arch, probe.ptx, probe.name, tool)[1]
+        with timing.blocked(timing.OFFLINE):
+            if pending is not None and not pending.cancelled():
+                pending.result()        # its part is compiling in the background
+            funcs = self._offline_probe.get(key)
+            if funcs is None:
+                funcs = self.offline_module(probe.arch, probe.ptx, probe.name, tool)[1]
         return Built(probe, funcs, tool=tool)
 
     # --- driver JIT ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import ptx, values
+from . import ptx, timing, values
 from .device import DeviceInfo
 from .jit import Compiled, JitCache
 from .probe import Probe
@@ -100,6 +100,10 @@ class Gpu:
         self.poll(ev, name, timeout_s)
 
     def poll(self, event, name: str, timeout_s: float | None = None) -> None:
+        with timing.blocked(timing.GPU):
+            self._poll(event, name, timeout_s)
+
+    def _poll(self, event, name: str, timeout_s: float | None = None) -> None:
         limit = self.watchdog_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + limit
         while (status := event_status(event)) != 0:

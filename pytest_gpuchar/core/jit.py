@@ -13,6 +13,8 @@ import hashlib
 import os
 from dataclasses import dataclass
 
+from . import timing
+
 CU_JIT_INFO_LOG_BUFFER = 3
 CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
 CU_JIT_ERROR_LOG_BUFFER = 5
@@ -165,12 +167,13 @@ class JitCache:
             return self._done[key]
         from cupy.cuda import function
         pending = self._pending.pop(key, None)
-        try:
-            cubin, info = pending.result() if pending is not None else link(ptx, name)
-        except Exception:               # noqa: BLE001 - relinked here: the error names itself
-            if pending is None:
-                raise
-            cubin, info = link(ptx, name)
+        with timing.blocked(timing.JIT):
+            try:
+                cubin, info = pending.result() if pending is not None else link(ptx, name)
+            except Exception:           # noqa: BLE001 - relinked here: the error names itself
+                if pending is None:
+                    raise
+                cubin, info = link(ptx, name)
         mod = function.Module()
         mod.load(cubin)
         out = Compiled(cubin, info, mod, driver)
