@@ -103,8 +103,15 @@ class Layout:
         return (np.uint64(base) + self.nxt.astype(np.uint64) * np.uint64(self.stride))
 
     def distinct_lines(self, line: int = LINE) -> int:
-        """How many distinct `line`-byte lines a full walk of the chain touches."""
-        return len(np.unique(np.arange(self.n, dtype=np.int64) * self.stride // line))
+        """How many distinct `line`-byte lines a full walk of the chain touches: pointer i sits
+        at byte i x stride, so the lines floor(i x stride / line) rise by at least one per
+        pointer when stride >= line and by at most one otherwise (then every line from 0 to
+        the last is touched). Closed form: a 256 MB chain's np.unique took 2.4 s."""
+        if self.n == 0:
+            return 0
+        if self.stride >= line:
+            return self.n
+        return (self.n - 1) * self.stride // line + 1
 
     def walk(self, start: int, steps: int) -> int:
         """Index reached after `steps` steps from `start` (host model of the chase)."""

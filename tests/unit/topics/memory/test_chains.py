@@ -80,3 +80,10 @@ def test_sequential_layout():
 def test_const_chain_is_a_single_cycle():
     lay = chains.const_layout()
     assert lay.n == chains.CONST_LINES
+
+
+@pytest.mark.parametrize("stride", [8, 24, 40, 64, 96, 128, 136, 4096])
+def test_distinct_lines_closed_form_counts_the_lines(stride):
+    for n in (1, 2, 5, 1000):
+        lay = chains.Layout(np.roll(np.arange(n), -1), stride)
+        assert lay.distinct_lines() == len(np.unique(np.arange(n) * stride // LINE))
