@@ -126,6 +126,7 @@ class JitCache:
         self.device_index = device_index
         self._done: dict[tuple[str, str], Compiled] = {}
         self._pending: dict[tuple[str, str], object] = {}   # key -> Future of link()
+        self._links: dict[tuple[str, str], object] = {}     # every prefetched link's Future
         self._pool = None
 
     def prefetch(self, modules: list[tuple[str, str]], driver: str) -> None:
@@ -146,7 +147,22 @@ class JitCache:
         for ptx, name in modules:
             key = module_key(ptx, driver)
             if key not in self._done and key not in self._pending:
-                self._pending[key] = self._pool.submit(work, ptx, name)
+                self._pending[key] = self._links[key] = self._pool.submit(work, ptx, name)
+
+    def linked_cubin(self, ptx: str, driver: str) -> bytes | None:
+        """The cubin of a module once linked (waits for a prefetched link; None when it was
+        neither linked nor prefetched, or its background link failed)."""
+        key = module_key(ptx, driver)
+        done = self._done.get(key)
+        if done is not None:
+            return done.cubin
+        pending = self._links.get(key)
+        if pending is None:
+            return None
+        try:
+            return pending.result()[0]
+        except Exception:               # noqa: BLE001 - compile() relinks and reports it
+            return None
 
     def compile_all(self, modules: list[tuple[str, str]], driver: str) -> list:
         """`compile` for every (PTX, name), the links run in parallel threads; returns, in

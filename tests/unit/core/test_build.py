@@ -147,3 +147,39 @@ def test_a_merged_module_that_fails_assembles_its_parts(monkeypatch):
     b._build_part(*merged)
     assert seen == ["gpuchar_sm_90_merged.ptx", "part0.ptx", "part1.ptx"]
     assert b._offline_probe[("sm_90", "13.5.37", "part1.ptx")] == {"k": "part1.ptx"}
+
+
+def test_prefetched_modules_are_disassembled_in_the_background(monkeypatch):
+    """nvdisasm of a prefetched driver-JIT module runs once the link is done, off the test
+    thread; jit_module takes that SASS (a failed background link: disassembled in place)."""
+    import threading
+    import types
+    from concurrent.futures import Future
+    _tools_or_skip("sm_80")
+    ps = _probes("sm_80", ["add.u32", "fma.rn.f32"])
+    group = build.Group("batch", "sm_80", ps)
+    (part, text, name), = group.parts()
+    cubin = toolchain.assemble(text, "sm_80", name=name)
+
+    class Cache(jit.JitCache):
+        def prefetch(self, modules, driver):
+            for ptx, _ in modules:
+                fut = Future()
+                fut.set_result((cubin, ""))
+                key = jit.module_key(ptx, driver)
+                self._pending[key] = self._links[key] = fut
+
+        def compile(self, ptx, driver, name="probe.ptx"):
+            return types.SimpleNamespace(cubin=self._pending.pop(jit.module_key(ptx, driver))
+                                         .result()[0], info_log="")
+    where = []
+    real = build.functions_of
+    monkeypatch.setattr(build, "functions_of",
+                        lambda c, a: where.append(threading.current_thread().name) or real(c, a))
+    dev = types.SimpleNamespace(arch="sm_80", driver="580")
+    b = build.Builds(Cache())
+    b.prefetch(dev, [group])
+    compiled, funcs = b.jit_module(dev, text, name)
+    b.close()
+    assert where and all(w.startswith("gpuchar-nvdisasm") for w in where)
+    assert compiled.cubin == cubin and all(p.check(funcs).ok for p in ps)
