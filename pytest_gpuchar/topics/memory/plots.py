@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from ...results.plots import pyplot, save
+from ...results.plots import plain_log_ticks, pyplot, save
 from .analysis import Geometry, Knee
 
 
@@ -21,6 +21,7 @@ def plot_staircase(footprints: list[int], latency: list[float], found: list[Knee
     ax.axvline(g.l2_bytes / 1024, color="grey", ls="--", lw=1, label="L2 (device attribute)")
     for k in found:
         ax.axvspan(k.lo / 1024, k.hi / 1024, color="tab:orange", alpha=0.2)
+    plain_log_ticks(ax, "x")
     ax.set_xlabel("footprint (KiB, log scale)")
     ax.set_ylabel("cycles per dependent load")
     ax.set_title(title, fontsize=10)

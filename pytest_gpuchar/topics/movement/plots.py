@@ -10,7 +10,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...results.plots import pyplot, save
+from ...results.plots import plain_log_ticks, pyplot, save
 from .rows import SHARED_PEAK
 
 
@@ -37,6 +37,7 @@ def save_staircase(artifact: Callable, points: list[tuple[str, float]], dev) -> 
                     fontsize=8)
     ax.axhline(SHARED_PEAK, color="grey", ls=":", lw=1, label="documented shared-memory peak")
     ax.set_yscale("log")
+    plain_log_ticks(ax, "y")
     ax.set_xticks(range(len(points)), names)
     ax.set_ylabel("bytes per clock per SM (all SMs streaming)")
     ax.set_title(f"{dev.name} ({dev.arch}): bandwidth staircase", fontsize=10)
@@ -52,6 +53,7 @@ def save_tma_sizes(artifact: Callable, level: str, sizes: list[int], rates: list
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.semilogx(sizes, rates, "o-", base=2)
+    plain_log_ticks(ax, "x")
     ax.set_xlabel("cp.async.bulk transfer size (bytes)")
     ax.set_ylabel("bytes per clock per SM")
     ax.set_title(f"{dev.name}: TMA bulk copies from {level} against transfer size", fontsize=10)

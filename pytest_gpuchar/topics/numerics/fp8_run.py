@@ -13,7 +13,7 @@ import numpy as np
 from ...core.build import Group
 from ...core.probe import NotApplicable
 from ...results.judge import Measured, Measurement, Result, Status
-from ...results.plots import pyplot, save
+from ...results.plots import plain_log_ticks, pyplot, save
 from . import analysis, reference
 from . import fasi as fq
 from . import fp8_questions as q
@@ -223,6 +223,7 @@ def _plot(artifact, scratch, in_type: str, arch: str, measured: dict, models: di
     ax.loglog(ks, [measured[k] for k in ks], "o-", label=f"wgmma {in_type} (measured)")
     for name, v in models.items():
         ax.loglog(ks, [v[k] for k in ks], "--", label=f"model: {name}")
+    plain_log_ticks(ax)
     ax.set_xlabel("K (inner dimension)")
     ax.set_ylabel("mean l2 relative error vs exact")
     ax.set_title(f"FP8 wgmma accumulation error against K ({arch})")

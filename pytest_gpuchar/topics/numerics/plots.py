@@ -26,6 +26,7 @@ def plot_chain(curves: list[ChainCurve], path, title: str = "") -> None:
             ax.axvline(ov, color=colour, ls=":", lw=1)
             ax.annotate(f"{c.in_type} overflow (inf)\n>=50% chains from N={ov}", (ov, 1e-3),
                         fontsize=7, color=colour)
+    plots.plain_log_ticks(ax, "y")
     ax.set_xlabel("chain length N")
     ax.set_ylabel("mean l2 relative error vs float64 CPU")
     ax.set_title(title or "Chain matrix multiplication (seed 004 Fig 20)")
