@@ -14,6 +14,8 @@
 #              split: wall times, the report's results per GPU, the board-to-board table
 #   kill       (several GPUs) a replicate run whose newest worker is killed (-9) after
 #              $GPUCHAR_KILL_S (60) s: exit code and what its report kept
+#   profile    the suite under cProfile (host time: where a night's seconds go), the top
+#              functions by cumulative and own time in profile-top.txt
 #   demo       pytest --snapshot-update -k add on Table II into a copy of the expectations:
 #              the diff of what it accepted
 # $GPUCHAR_EXTRA: pytest arguments added to both nights (e.g. --deselect of a probe that hangs).
@@ -94,6 +96,13 @@ for step in ${STEPS//,/ }; do
       echo "kill: exit $? $(tail -1 "$LOGS/fleet-kill.txt" | cut -c1-160)"
       grep -E "crashed|node down|worker .* crashed|replaced" "$LOGS/fleet-kill.txt" | head -3
       python3 tools/gpu-host/report_boards.py "$OUT/fleet-kill/gpuchar-results.json";;
+    profile)
+      timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m cProfile -o "$OUT/night.prof" -m pytest \
+        tests/characterisation -p no:cacheprovider -q ${GPUCHAR_EXTRA:-} > "$LOGS/profile.txt" 2>&1
+      echo "profile: exit $? $(tail -1 "$LOGS/profile.txt" | cut -c1-160)"
+      python3 -c "import pstats, sys; s = pstats.Stats('$OUT/night.prof', stream=sys.stdout)
+s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(40)" \
+        > "$OUT/profile-top.txt" 2>&1;;
     demo)
       rm -rf /tmp/exp-demo && cp -r expectations /tmp/exp-demo
       GPUCHAR_EXPECTATIONS=/tmp/exp-demo python3 -m pytest tests/characterisation/test_table_ii_dependency.py \
