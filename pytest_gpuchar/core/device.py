@@ -152,7 +152,7 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
         l1_shared_bytes=L1_SHARED_BYTES.get(arch, 0),
         max_shared_per_block_optin=int(attr("cudaDevAttrMaxSharedMemoryPerBlockOptin", 0) or 0),
         free_memory_bytes=free_memory(index),
-        uuid=_uuid(props),
+        uuid=_uuid(props) or _driver_uuid(index),
     )
 
 
@@ -163,6 +163,29 @@ def _uuid(props: dict) -> str:
         return ""
     h = bytes(raw).hex()
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _libcuda():
+    import ctypes
+    import ctypes.util
+    return ctypes.CDLL(ctypes.util.find_library("cuda") or "libcuda.so.1")
+
+
+def _driver_uuid(index: int) -> str:
+    """The UUID from the driver API (cuDeviceGetUuid_v2), for when CuPy's properties lack it:
+    CuPy reads the 16-byte uuid field as a C string, cut at its first zero byte (an H100
+    GPU-3b4917e6-00cd-... came back as 4 bytes)."""
+    try:
+        import ctypes
+        lib = _libcuda()
+        dev = ctypes.c_int()
+        raw = (ctypes.c_ubyte * 16)()
+        if lib.cuInit(0) or lib.cuDeviceGet(ctypes.byref(dev), index) or \
+                lib.cuDeviceGetUuid_v2(raw, dev):
+            return ""
+        return _uuid({"uuid": bytes(raw)})
+    except Exception:  # noqa: BLE001 - no libcuda: the UUID stays unknown
+        return ""
 
 
 def device_count() -> int:
