@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"
 TOL = {"abs": 0.5, "rel": 0.01}
+# the best stable point's throughput, as the sweeps' points (an H100 read 270.8 then 264.3 at
+# one warp on consecutive nights)
+THROUGHPUT_TOL = {"abs": 2.0, "rel": 0.05}
 METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass}); W warps on "
           "one SM after a bar.sync, each ILP independent accumulator chains of n ops (n = "
           "{lengths}), every op its own A and B fragments, unrolled between two %clock64 "
@@ -147,7 +150,7 @@ def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured
         return Measured(*out, sass=run.sass)
     where = f"best stable point: {top.warps} warps, ILP {top.ilp}"
     out += [_figure(f"{r.key}.throughput", top.throughput, top.spread, "", "flop/clk/SM",
-                    f"{where}; " + method, {"tolerance": {"rel": 0.01}, "grid": grid,
+                    f"{where}; " + method, {"tolerance": dict(THROUGHPUT_TOL), "grid": grid,
                                             "skipped": run.skipped}),
             _figure(f"{r.key}.vs_native_peak", top.throughput / r.native_peak,
                     top.spread / r.native_peak, "", "ratio",

@@ -190,7 +190,7 @@ def test_wgmma_on_a_fake_gpu(fake_cupy, monkeypatch):
     f = {x.key.rsplit(".", 1)[1]: x for x in m.figures}
     assert f["completion_latency"].value == pytest.approx(250.0)
     assert not f["completion_latency"].unstable and "wait_group 0" in f["completion_latency"].method
-    assert f["completion_latency"].data["tolerance"] == {"rel": 0.02}
+    assert f["completion_latency"].data["tolerance"] == {"rel": 0.03}
     assert f["cycles_per_wgmma"].value == pytest.approx(16.0)        # 1 warpgroup: 16 / step
     assert f["throughput"].value == pytest.approx(wg.flop / 16.0)
     assert f["throughput"].data["falls_with_warpgroups"] == []
