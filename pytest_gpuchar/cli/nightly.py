@@ -42,8 +42,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, compare,
-                               failure_changes, junit_failures, number, repeatability,
-                               repeatability_lines, verdict)
+                               failure_changes, junit_failures, junit_skips, number,
+                               repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 
 
@@ -282,7 +282,8 @@ def run(args) -> int:
         previous = prev_doc.get("results") if "results" in prev_doc else None
         previous_changes = prev_doc.get("changes", [])
         previous_failures = prev_doc.get("meta", {}).get("failures", [])
-    changes = compare(results, previous, noise_rel=args.noise_rel)
+    changes = compare(results, previous, noise_rel=args.noise_rel,
+                      skipped=junit_skips(out / "junit.xml"))
     rep = repeatability(previous, results) if previous is not None else None
     changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes,
                                previous_failures)

@@ -71,9 +71,10 @@ def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
 
 
 def compare(current: list[dict], previous: list[dict] | None, *,
-            noise_rel: float = NOISE_REL) -> list[Change]:
+            noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None) -> list[Change]:
     """Classify every characteristic of tonight's run against the expectations (its own
-    status) and against the previous run (values, statuses, presence)."""
+    status) and against the previous run (values, statuses, presence). `skipped`: tonight's
+    skipped tests and their reasons (junit_skips)."""
     changes: list[Change] = []
     cur = _index(current)
     prev = _index(previous) if previous is not None else None
@@ -124,28 +125,65 @@ def compare(current: list[dict], previous: list[dict] | None, *,
         if moved(p, r, noise_rel):
             changes.append(Change("value", "change", **base))
     if prev is not None:
-        changes += _missing(cur, prev)
+        changes += _missing(cur, prev, skipped or {})
     return changes
 
 
-def _missing(cur: dict, prev: dict) -> list[Change]:
+# a hardware test skipped for what its own measurement saw (e.g. no SM seeing a far L2 level)
+# says why its figure is absent; skips for the machine (no GPU, another arch) do not
+_MACHINE_SKIPS = ("hardware: no GPU", "hardware: GPU is ")
+
+
+def measured_skip(reason: str) -> bool:
+    return reason.startswith("hardware: ") and not reason.startswith(_MACHINE_SKIPS)
+
+
+def _missing(cur: dict, prev: dict, skipped: dict[str, str]) -> list[Change]:
     """Characteristics measured in the previous run and absent tonight: regressions, except
-    those of a test whose probe is declared unmeasurable tonight (a note)."""
+    those of a test whose probe is declared unmeasurable tonight or that skipped for what its
+    measurement saw tonight (notes, with the reason)."""
     declared = {r.get("test") for (_, k), r in cur.items() if k.startswith("unmeasurable.")}
     out = []
     for (arch, key), p in prev.items():
         if (arch, key) in cur or p.get("status") not in GOOD + ("unstable",):
             continue
+        reason = skipped.get(p.get("test") or "", "")
         if p.get("test") in declared:
             out.append(Change("missing", "note", key=key, arch=arch, old=p.get("value"),
                               unit=p.get("unit", ""), status_old=p.get("status", ""),
                               detail="declared unmeasurable tonight (expectation file)"))
+        elif measured_skip(reason):
+            out.append(Change("missing", "note", key=key, arch=arch, old=p.get("value"),
+                              unit=p.get("unit", ""), status_old=p.get("status", ""),
+                              detail=f"not measured tonight: {reason}"[:300]))
         else:
             out.append(Change("missing", "regression", key=key, arch=arch,
                               old=p.get("value"), unit=p.get("unit", ""),
                               status_old=p.get("status", ""), detail=(
                                   "measured in the previous run, absent tonight "
                                   "(skipped or not run)")))
+    return out
+
+
+def _pytest_nodeid(classname: str, name: str) -> str:
+    """pytest's node id of a junit test case: classname "tests.characterisation.test_x" (a
+    class, if any, last and capitalised) -> "tests/characterisation/test_x.py::name"."""
+    parts = classname.split(".")
+    cls = [parts.pop()] if len(parts) > 1 and parts[-1][:1].isupper() else []
+    return "::".join(["/".join(parts) + ".py", *cls, name])
+
+
+def junit_skips(path: Path) -> dict[str, str]:
+    """Skipped test cases of a junit XML: pytest node id -> the skip reason."""
+    out = {}
+    try:
+        root = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        return out
+    for tc in root.iter("testcase"):
+        for el in tc.findall("skipped"):
+            nodeid = _pytest_nodeid(tc.get("classname", ""), tc.get("name", ""))
+            out[nodeid] = el.get("message", "") or el.text or ""
     return out
 
 

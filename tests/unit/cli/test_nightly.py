@@ -220,6 +220,29 @@ def test_repeatability_per_topic_against_specs_bar():
     assert "status changes between runs: 1" in text
 
 
+def test_a_figure_its_own_measurement_skipped_tonight_is_a_note(tmp_path):
+    """The L2 map's far level: measured last night, tonight every SM saw one level (the test
+    skipped with that reason): a note. A skip for the machine (no GPU) stays a regression."""
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="tests.characterisation.test_movement_l2" '
+        'name="test_l2_by_sm[sm_90-far]"><skipped message="hardware: load steps see one '
+        'latency level from every SM (279 cycles): no far level to report"/></testcase>'
+        '<testcase classname="tests.characterisation.test_x" name="test_y[sm_90]"><skipped '
+        'message="hardware: no GPU: CuPy is not importable"/></testcase>'
+        '</testsuite></testsuites>')
+    skipped = ch.junit_skips(junit)
+    assert set(skipped) == {"tests/characterisation/test_movement_l2.py::test_l2_by_sm[sm_90-far]",
+                            "tests/characterisation/test_x.py::test_y[sm_90]"}
+    prev = [dict(R("movement.l2.latency.far", 290.7),
+                 test="tests/characterisation/test_movement_l2.py::test_l2_by_sm[sm_90-far]"),
+            dict(R("latency.y", 4.0), test="tests/characterisation/test_x.py::test_y[sm_90]")]
+    got = {c.key: c for c in ch.compare([], prev, skipped=skipped) if c.kind == "missing"}
+    assert got["movement.l2.latency.far"].severity == "note"
+    assert "one latency level" in got["movement.l2.latency.far"].detail
+    assert got["latency.y"].severity == "regression"
+
+
 def test_a_models_error_repeats_within_one_point():
     """Errors are shares of the measured cycles: 0.0023 -> 0.0058 moved 0.35 points (the
     cycles 0.35%), 0.641 -> 0.654 moved 1.3."""
