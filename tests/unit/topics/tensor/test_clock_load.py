@@ -120,6 +120,9 @@ def test_campaign_on_a_fake_gpu(fake_cupy, monkeypatch):
     hbm = run.load_figures(s, Load.HBM, "sm_90")
     assert [f.key.rsplit(".", 1)[1] for f in hbm.figures] == [
         "sm_clock_mhz", "sm_clock_first_mhz", "sm_clock_vs_idle"]
+    first = hbm.figures[1]      # one sample of the ramp: its noise is the ramp's height
+    assert not first.unstable
+    assert first.spread == pytest.approx(abs(first.value - hbm.figures[0].value))
     assert hbm.figures[0].data["gbytes_per_s"] > 0 and "GB/s" in hbm.figures[0].detail
     idle = run.load_figures(s, Load.IDLE, "sm_90")
     assert [f.key for f in idle.figures] == ["tensor.clock_load.idle.sm_clock_mhz"]
