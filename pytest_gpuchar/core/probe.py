@@ -55,7 +55,16 @@ class Probe:
 
     @property
     def digest(self) -> str:
-        return hashlib.sha256(self.ptx.encode()).hexdigest()[:16]
+        """A short hash of the probe's module, the key of its compiled SASS. Kept with the
+        kernel text it was computed from (a probe's text is large and the session looks the
+        digest up several times per test); another text gets a new digest."""
+        header = self.header
+        memo = self.__dict__.get("_digest")
+        if memo is None or memo[0] is not self.kernels or memo[1] != header:
+            memo = (self.kernels, header,
+                    hashlib.sha256((header + self.kernels).encode()).hexdigest()[:16])
+            self.__dict__["_digest"] = memo
+        return memo[2]
 
     def intent(self, n: int) -> Intent:
         return Intent(self.ops[n] * self.per_op, self.unit, self.signature,

@@ -1,6 +1,7 @@
 """SASS: parse nvdisasm output, find the timed region, normalise for snapshots."""
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ class Function:
     # branch labels (".L_x_3") -> index in instrs of the instruction they precede
     labels: dict[str, int] = field(default_factory=dict)
     normal: str | None = field(default=None, repr=False, compare=False)  # normalise's text
+    # clock_groups' answer: a parsed listing is not changed, and the verifier, the snapshot
+    # and the region lookup each ask for it
+    clocks: list | None = field(default=None, repr=False, compare=False)
 
     def opcodes(self) -> Counter:
         return Counter(i.opcode for i in self.instrs)
@@ -142,6 +146,8 @@ def clock_groups(func: Function) -> list[tuple[int, int]]:
     idioms, both taken as one read here: "hi, lo, hi" followed by a retry loop
     (ISETP.NE/BRA/IADD32I/ISETP.GE/BRA), or "hi, lo, ISETP.LT lo<0, @!P hi" (re-read the high
     word if the low word wrapped)."""
+    if func.clocks is not None:
+        return func.clocks
     groups = []
     k, ins = 0, func.instrs
     while k < len(ins):
@@ -164,6 +170,7 @@ def clock_groups(func: Function) -> list[tuple[int, int]]:
             k += 3
         groups.append((start, k))
         k += 1
+    func.clocks = groups
     return groups
 
 
@@ -204,7 +211,6 @@ _REG_PATTERNS = [
 # the patterns above as one alternation (tried in that order at each position): one pass
 _REGS = re.compile("|".join(f"(?P<{k}>{p.pattern})".replace("(\\d+)", "\\d+")
                             for k, p in _REG_PATTERNS))
-_SPACES = re.compile(r"\s+")
 _LABEL_USE = re.compile(r"\.L_x_\d+")
 _INTERNAL = re.compile(r"\$__internal_\d+_\$")   # per-module numbering of shared subroutines
 
@@ -219,11 +225,15 @@ def normalise(func: Function) -> str:
     labels: dict[str, str] = {}
     lines = []
     for ins in func.instrs:
-        text = _INTERNAL.sub("$__internal_$", ins.text)
-        text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
+        text = ins.text
+        if "$__internal_" in text:
+            text = _INTERNAL.sub("$__internal_$", text)
+        if ".L_x_" in text:
+            text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"),
+                                  text)
         text = _REGS.sub(lambda m: maps[m.lastgroup].setdefault(
             m.group(0), f"{m.lastgroup.lower()}{len(maps[m.lastgroup])}"), text)
-        lines.append(_SPACES.sub(" ", text).strip())
+        lines.append(" ".join(text.split()))
     # mark the timed region so a reader sees it
     groups = clock_groups(func)
     marks = {}
@@ -238,25 +248,32 @@ def normalise(func: Function) -> str:
 # --- dependence depth ---------------------------------------------------------------------
 
 _REG_TOKEN = re.compile(r"(?<![A-Za-z_.])(U?R\d+|U?P\d+)(?![\w])")
+_PRED_REG = re.compile(r"U?P\d+")
 _TWO_PRED_DESTS = ("ISETP", "FSETP", "DSETP", "HSETP2", "PSETP", "PLOP3", "UISETP", "CSETP")
 
 
-def _dests_and_sources(ins: Instr) -> tuple[set[str], set[str]]:
-    ops = list(ins.operands)
+def _dests_and_sources(ins: Instr) -> tuple[frozenset[str], frozenset[str]]:
+    return _registers(ins.base, ins.operands, ins.pred)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _registers(base: str, ops: tuple[str, ...], pred: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(registers written, registers read) of one instruction; cached, as the same
+    instruction text recurs in every copy of a probe's body and every chain length."""
     if not ops:
-        return set(), set()
+        return frozenset(), frozenset()
     ndest = 1
-    if ins.base in _TWO_PRED_DESTS:
+    if base in _TWO_PRED_DESTS:
         ndest = 2
-    elif len(ops) > 1 and re.fullmatch(r"U?P\d+", ops[1].strip()):
+    elif len(ops) > 1 and _PRED_REG.fullmatch(ops[1].strip()):
         ndest = 2   # a carry-out predicate after the destination (IADD3 R4, P0, ...)
     dests = {t for o in ops[:ndest] for t in _REG_TOKEN.findall(o)
              if not o.strip().startswith("[")}
     srcs = {t for o in ops[ndest:] for t in _REG_TOKEN.findall(o)}
     srcs |= {t for o in ops[:ndest] if o.strip().startswith("[") for t in _REG_TOKEN.findall(o)}
-    if ins.pred:
-        srcs |= set(_REG_TOKEN.findall(ins.pred))
-    return dests, srcs
+    if pred:
+        srcs |= set(_REG_TOKEN.findall(pred))
+    return frozenset(dests), frozenset(srcs)
 
 
 def dependence_depth(region: list[Instr]) -> int:

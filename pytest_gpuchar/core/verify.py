@@ -13,6 +13,7 @@ constant materialisation hoisted out of the copies (listed in SETUP_OPCODES).
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -51,7 +52,10 @@ class Intent:
         return text
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def matches(opcode: str, pattern: str) -> bool:
+    """Does the opcode match the pattern (fnmatch, alternatives separated by |)? Cached: the
+    verifier asks the same few pairs for every instruction of every region."""
     return any(fnmatch.fnmatchcase(opcode, alt.strip()) for alt in pattern.split("|"))
 
 
