@@ -182,6 +182,8 @@ class GpuCharSession:
         self.controller_of_workers = bool(getattr(session.config.option, "numprocesses",
                                                   None)) and not self.is_worker
         self.validate_expectations()
+        from .core import listings
+        self.builds.listings = listings.from_config(self.config)
         if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \
                 and self.accept_level != "none":
             from .results.accept import Acceptance

@@ -17,6 +17,7 @@ from enum import Enum
 from typing import Callable
 
 from . import jit, sass, timing, toolchain
+from .listings import ListingCache
 from .device import DeviceInfo
 from .probe import Probe
 
@@ -117,8 +118,11 @@ def merge_jobs(jobs: list[tuple]) -> list[tuple]:
 class Builds:
     """The session's compiled modules."""
 
-    def __init__(self, jit_cache: jit.JitCache | None = None) -> None:
+    def __init__(self, jit_cache: jit.JitCache | None = None,
+                 listings: ListingCache | None = None) -> None:
         self.jit_cache = jit_cache or jit.JitCache()
+        self.listings = listings          # offline listings kept on disk between sessions
+        self.assembled = 0                # offline modules assembled by ptxas this session
         self._lock = threading.Lock()
         self._offline: dict[tuple, dict[str, sass.Function]] = {}   # (arch, ptxas, sha)
         self._offline_probe: dict[tuple, dict[str, sass.Function]] = {}  # (arch, ptxas, digest)
@@ -137,10 +141,19 @@ class Builds:
         """(ptxas tool, kernel name -> SASS) of a PTX module, assembled once per session by
         `tool` (default: the preferred ptxas for the arch)."""
         tool = tool or toolchain.find("ptxas", arch)
-        toolchain.find("nvdisasm", arch)
+        disasm = toolchain.find("nvdisasm", arch)
         key = (arch, tool.version, hashlib.sha256(text.encode()).hexdigest())
         if key not in self._offline:
-            funcs = functions_of(toolchain.assemble(text, arch, name=name, tool=tool), arch)
+            stored = self.listings.key(arch, text, tool, disasm) if self.listings else None
+            listing = self.listings.get(stored) if stored else None
+            if listing is None:
+                listing = toolchain.disassemble(
+                    toolchain.assemble(text, arch, name=name, tool=tool), arch)
+                with self._lock:
+                    self.assembled += 1
+                if stored:
+                    self.listings.put(stored, listing)
+            funcs = sass.parse(listing)
             with self._lock:
                 self._offline[key] = funcs
         return tool, self._offline[key]

@@ -59,6 +59,12 @@ def _static(tr, st) -> None:
     for p in parts:
         if " (" in p:
             _line(tr, f"  {p}", yellow=True)
+    b = st.builds
+    hits = b.listings.hits if b.listings else 0
+    if b.assembled or hits:
+        where = (f"{hits} read from the listing cache ({b.listings.root}; pytest --cache-clear "
+                 f"assembles them again)") if hits else "none from a cache"
+        _line(tr, f"offline SASS modules: {b.assembled} assembled by ptxas + nvdisasm, {where}")
     if not sum(st.static_ran.values()):
         _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
                   "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)

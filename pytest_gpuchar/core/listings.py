@@ -1,0 +1,142 @@
+"""Offline SASS listings kept on disk between sessions (pytest's cache directory), so a
+repeated static run does not assemble again what it assembled before.
+
+A listing is nvdisasm's text of the cubin ptxas made from one PTX module. It is stored under
+a digest of everything that decides it: the arch, the PTX text, and the exact ptxas and
+nvdisasm binaries (version, path, size and modification time), so a different compiler, a
+reinstalled wheel or a changed probe never reads an old listing. Only successful assemblies
+are stored (a ptxas error or warning is raised again on every run). Writes are atomic
+(temporary file + rename, safe for xdist workers sharing the directory); an unreadable entry
+is dropped and assembled again. ``pytest --cache-clear`` empties it; ``-p no:cacheprovider``
+or ``GPUCHAR_LISTING_CACHE=0`` turns it off.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .toolchain import Tool
+
+FORMAT = "1"                      # bump when the stored form changes
+LIMIT_BYTES = 512 * 1024 * 1024   # the oldest entries go past this
+
+
+def tool_identity(tool: Tool) -> str:
+    """What names one exact binary: its version and path, its size and mtime."""
+    try:
+        st = os.stat(tool.path)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "?"
+    return f"{tool.name} {tool.version} {os.path.realpath(tool.path)} {stamp}"
+
+
+class ListingCache:
+    """Listings by key in one directory: ``<key[:2]>/<key>.sass.gz``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.hits = 0
+        self.stored = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(arch: str, ptx: str, ptxas: Tool, nvdisasm: Tool) -> str:
+        h = hashlib.sha256()
+        for part in (FORMAT, arch, tool_identity(ptxas), tool_identity(nvdisasm)):
+            h.update(part.encode() + b"\0")
+        h.update(ptx.encode())
+        return h.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.sass.gz"
+
+    def get(self, key: str) -> str | None:
+        path = self._path(key)
+        try:
+            text = gzip.decompress(path.read_bytes()).decode()
+        except FileNotFoundError:
+            return None
+        except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile):
+            try:
+                path.unlink()       # damaged: assembled again and stored anew
+            except OSError:
+                pass
+            return None
+        try:
+            os.utime(path)          # recently used: the last to go
+        except OSError:
+            pass
+        with self._lock:
+            self.hits += 1
+        return text
+
+    def put(self, key: str, listing: str) -> None:
+        """Store a listing; a full disk or a read-only cache costs the next run a compile,
+        never this one its result."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gz")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(gzip.compress(listing.encode(), compresslevel=1, mtime=0))
+                os.replace(tmp, path)
+            except BaseException:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+                raise
+        except OSError:
+            return
+        with self._lock:
+            self.stored += 1
+
+    def prune(self, limit: int = LIMIT_BYTES) -> int:
+        """Delete the least recently used entries until the directory holds at most `limit`
+        bytes; returns how many went. Stray temporary files older than an hour go too."""
+        entries = []
+        now = time.time()
+        for p in self.root.glob("*/*"):
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            if p.name.startswith(".tmp-"):
+                if now - st.st_mtime > 3600:
+                    p.unlink(missing_ok=True)
+                continue
+            entries.append((st.st_mtime, st.st_size, p))
+        total = sum(size for _, size, _ in entries)
+        gone = 0
+        for _, size, p in sorted(entries):
+            if total <= limit:
+                break
+            try:
+                p.unlink()
+            except OSError:
+                continue
+            total -= size
+            gone += 1
+        return gone
+
+
+def from_config(config) -> ListingCache | None:
+    """The session's cache: GPUCHAR_LISTING_CACHE names a directory (0 or empty: none), else
+    pytest's cache directory (none under -p no:cacheprovider)."""
+    env = os.environ.get("GPUCHAR_LISTING_CACHE")
+    if env is not None:
+        return ListingCache(Path(env)) if env.strip() not in ("", "0") else None
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    try:
+        return ListingCache(cache.mkdir("gpuchar-sass"))
+    except OSError:
+        return None
