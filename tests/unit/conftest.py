@@ -37,3 +37,31 @@ def fake_cupy(monkeypatch) -> FakeCupy:
     cp = FakeCupy()
     monkeypatch.setitem(sys.modules, "cupy", cp)
     return cp
+
+
+@pytest.fixture(scope="session")
+def listing_cache_dir(request, tmp_path_factory) -> str:
+    """Where the runs pytester starts keep their offline SASS listings: this session's own
+    listing cache (pytest's cache directory), so a run of the real suite inside a test reads
+    the modules the static suite (or an earlier test) assembled; a directory of this session
+    under -p no:cacheprovider."""
+    cache = getattr(request.config, "cache", None)
+    if cache is not None:
+        return str(cache.mkdir("gpuchar-sass"))
+    return str(tmp_path_factory.mktemp("gpuchar-sass"))
+
+
+@pytest.fixture(autouse=True)
+def _child_runs(monkeypatch, listing_cache_dir):
+    """The pytest runs these tests start (pytester, the nightly command) share the session's
+    listing cache and run without Hypothesis's plugin: its end-of-run summary imports all of
+    Hypothesis, about a second per run on a 2-core machine, and no run started here uses it.
+    (pytester clears PYTEST_ADDOPTS: its fixture below sets it again.)"""
+    monkeypatch.setenv("GPUCHAR_LISTING_CACHE", listing_cache_dir)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+
+
+@pytest.fixture
+def pytester(pytester, monkeypatch):
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    return pytester

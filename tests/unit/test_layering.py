@@ -5,6 +5,7 @@ left out): no import cycle between modules, the core knows no topic, no topic kn
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,8 @@ def _runtime_nodes(tree: ast.AST):
             todo.append(child)
 
 
-def imports() -> dict[str, set[str]]:
+@functools.cache
+def imports() -> dict[str, frozenset[str]]:
     """module -> the package modules it imports (a `from x import y` of a submodule y counts
     as importing x.y)."""
     mods = {_module_name(p): p for p in PKG.rglob("*.py")}

@@ -53,7 +53,7 @@ def test_unknown_gpu_arch_is_a_usage_error(pytester):
 
 def test_gpu_arch_is_canonicalised(pytester, no_gpu):
     pytester.makepyfile("def test_arch(arch): assert arch == 'sm_80'")
-    result = pytester.runpytest_subprocess("--gpu-arch=80", "-v")
+    result = pytester.runpytest("--gpu-arch=80", "-v")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*test_arch?sm_80? PASSED*"])
 
@@ -70,7 +70,7 @@ def test_disabled_with_no_gpuchar(pytester):
 
 def test_no_gpu_skips_hardware_tests_with_reason(pytester, no_gpu):
     pytester.makepyfile(HW_TEST)
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "-rs")
+    result = pytester.runpytest("--gpu-arch=sm_80", "-rs")
     assert result.ret == 0
     outcomes = result.parseoutcomes()
     assert outcomes["skipped"] >= 1 and "passed" not in outcomes and "failed" not in outcomes
@@ -83,7 +83,7 @@ def test_no_gpu_skips_hardware_tests_with_reason(pytester, no_gpu):
 
 def test_report_header(pytester, no_gpu):
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_80")
+    result = pytester.runpytest("--gpu-arch=sm_80")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["gpuchar: archs sm_80 (requested)",
                                  "gpuchar: GPUCHAR_NO_GPU is set; hardware tests will be skipped",
@@ -93,7 +93,7 @@ def test_report_header(pytester, no_gpu):
 def test_default_archs_without_gpu_are_the_expectation_files(pytester, no_gpu):
     from pytest_gpuchar.results import expectations
     pytester.makepyfile("def test_arch(arch): pass")
-    result = pytester.runpytest_subprocess("-v")
+    result = pytester.runpytest("-v")
     assert result.ret == 0
     have = set(expectations.available(expectations.default_root()))
     want = [a for a in archs.STATIC_ARCHS if a in have]
@@ -117,7 +117,7 @@ def test_gpuchar_report_is_written(pytester, no_gpu):
             pass
     """))
     out_dir = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", f"--gpuchar-report={out_dir}",
+    result = pytester.runpytest("--gpu-arch=sm_80", f"--gpuchar-report={out_dir}",
                                            "-k", "sm_80")
     assert result.ret == 0
     result.assert_outcomes(passed=1, skipped=1)
@@ -145,7 +145,7 @@ def test_record_compares_with_the_expectation_file(pytester, no_gpu):
         def test_bad(arch, hardware_row):
             hardware_row(Measurement({key!r}, {exp.value!r} + 1e6, {exp.unit!r}))
     """))
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "-k", "sm_80")
+    result = pytester.runpytest("--gpu-arch=sm_80", "-k", "sm_80")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([f"*{key} on sm_80: measured*expected*"])
 
@@ -226,7 +226,7 @@ def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no
     for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(var, raising=False)   # this suite itself may run under xdist
     pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", "--benchmark-autosave",
+    result = pytester.runpytest("--gpu-arch=sm_80", "--benchmark-autosave",
                                            "-p", "no:cacheprovider")
     assert result.ret == 0
     saved = list((pytester.path / ".benchmarks" / "sm_80").rglob("*.json"))
@@ -238,7 +238,7 @@ def test_benchmark_history_is_stored_per_arch_with_gpu_machine_info(pytester, no
 def test_benchmarks_are_disabled_under_xdist(pytester, no_gpu):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile("def test_b(benchmark):\n    benchmark(lambda: 1)\n")
-    result = pytester.runpytest_subprocess("-n", "1", "--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    result = pytester.runpytest("-n", "1", "--gpu-arch=sm_80", "-p", "no:cacheprovider")
     assert result.ret == 0
     assert "PytestBenchmarkWarning" not in result.stdout.str()
 

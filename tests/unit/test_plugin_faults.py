@@ -89,7 +89,7 @@ def _static_suite(pytester, *args: str) -> dict:
         shutil.copytree(sub, dst / sub.relative_to(src), dirs_exist_ok=True)
     shutil.copytree(REPO / "expectations", pytester.path / "expectations", dirs_exist_ok=True)
     out = pytester.path / f"out{len(args)}"
-    result = pytester.runpytest_subprocess("tests/characterisation", "--gpu-arch=sm_80", "-m",
+    result = pytester.runpytest("tests/characterisation", "--gpu-arch=sm_80", "-m",
                                            "static", "-k", "memory or add.u32 or mul.lo.u32",
                                            "-p", "no:cacheprovider",
                                            "--gpuchar-report", str(out), *args)

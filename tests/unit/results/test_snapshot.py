@@ -32,7 +32,7 @@ def test_each_compiler_has_its_own_snapshot_directory(pytester):
     other.mkdir(parents=True)
     (other / "test_sass.sass").write_text("IADD r0, r1, r2\n")
     for args in (["--snapshot-update"], ["--snapshot-update", "test_s.py"]):
-        result = pytester.runpytest_subprocess(*args)
+        result = pytester.runpytest(*args)
         result.assert_outcomes(passed=1)
     mine = pytester.path / "__sass__" / "ptxas-13.5.37" / "any" / "test_s" / "test_sass.sass"
     assert mine.read_text() == "IADD3 r0, r1, r2, RZ\n"
