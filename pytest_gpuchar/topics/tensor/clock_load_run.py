@@ -193,6 +193,12 @@ def _method(load: Load, c: Campaign) -> str:
             f"per warp (median), sustained = median over the second half of the windows")
 
 
+def first_window_spread(windows_mhz: list[float], sustained_mhz: float) -> float:
+    """The noise of the first window's clock: its distance from the sustained clock (where on
+    the ramp it fell), and no less than the range all the load's windows span."""
+    return max(abs(windows_mhz[0] - sustained_mhz), max(windows_mhz) - min(windows_mhz))
+
+
 def load_figures(session: "GpuCharSession", load: Load, arch: str) -> Measured:
     wd.require_wgmma(arch)
     c = campaign(session, arch)
@@ -210,8 +216,11 @@ def load_figures(session: "GpuCharSession", load: Load, arch: str) -> Measured:
                         {"window_s": WINDOW_S}, tol=FIRST_TOL)
         # one sample of the ramp from the boost clock down to the sustained clock: where on it
         # the first window falls moves from night to night (an H200 read 1965 then 1880 MHz
-        # over a sustained 1880), so its spread, the nightly's noise, is the ramp's height
-        first.spread = abs(s.windows[0].mhz - mhz)
+        # over a sustained 1880), so its spread, the nightly's noise, is the ramp's height, and
+        # no less than the range this load's windows span: one window is one draw of a clock
+        # that the same run saw anywhere in it (H100 under hbm: first windows 2006 then 1947
+        # MHz on two nights whose windows spanned 41 and 63 MHz; under wgmma ~200 MHz)
+        first.spread = first_window_spread([w.mhz for w in s.windows], mhz)
         figs += [first,
                  _figure(f"{key}.sm_clock_vs_idle", mhz / idle, mhz_sp / idle, "ratio",
                          f"sustained SM clock under {load} over the idle clock ({idle:.0f} MHz)",
