@@ -83,12 +83,16 @@ def test_from_config_env_and_pytest_cache(tmp_path, monkeypatch):
     assert listings.from_config(type("C", (), {"cache": Cache()})()).root.name == "gpuchar-sass"
 
 
-def test_a_second_session_reads_what_the_first_assembled(tmp_path):
+def _tools_or_skip(arch: str = "sm_80") -> None:
     try:
-        toolchain.find("ptxas", "sm_80")
-        toolchain.find("nvdisasm", "sm_80")
+        toolchain.find("ptxas", arch)
+        toolchain.find("nvdisasm", arch)
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
+
+
+def test_a_second_session_reads_what_the_first_assembled(tmp_path):
+    _tools_or_skip()
     probes = [kernels.latency_probe(rows.row(r), "sm_80") for r in ("add.u32", "fma.rn.f32")]
     group = build.Group("batch", "sm_80", probes)
     first = build.Builds(listings=listings.ListingCache(tmp_path))
@@ -106,11 +110,7 @@ def test_a_second_session_reads_what_the_first_assembled(tmp_path):
 
 
 def test_a_failed_assembly_is_not_stored(tmp_path):
-    try:
-        toolchain.find("ptxas", "sm_80")
-        toolchain.find("nvdisasm", "sm_80")
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+    _tools_or_skip()
     b = build.Builds(listings=listings.ListingCache(tmp_path))
     bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }\n"
     for _ in range(2):
