@@ -231,8 +231,9 @@ def _arch_of(item: pytest.Item) -> str:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     st = state(session.config)
     st.builds.close()
-    if st.builds.listings is not None and st.builds.listings.stored and not st.is_worker:
-        st.builds.listings.prune()
+    if st.builds.listings is not None and not st.is_worker and (
+            st.builds.listings.stored or st.controller_of_workers):
+        st.builds.listings.prune()      # (under xdist the workers store, the controller prunes)
     dev = st._device
     st.recorder.meta.update({
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
