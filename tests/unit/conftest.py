@@ -39,6 +39,10 @@ def fake_cupy(monkeypatch) -> FakeCupy:
     return cp
 
 
+# the options of every pytest these tests start (see _child_runs)
+CHILD_ADDOPTS = "-p no:hypothesispytest"
+
+
 @pytest.fixture(scope="session")
 def listing_cache_dir(request, tmp_path_factory) -> str:
     """Where the runs pytester starts keep their offline SASS listings: this session's own
@@ -58,10 +62,10 @@ def _child_runs(monkeypatch, listing_cache_dir):
     Hypothesis, about a second per run on a 2-core machine, and no run started here uses it.
     (pytester clears PYTEST_ADDOPTS: its fixture below sets it again.)"""
     monkeypatch.setenv("GPUCHAR_LISTING_CACHE", listing_cache_dir)
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
 
 
 @pytest.fixture
 def pytester(pytester, monkeypatch):
-    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
+    monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
     return pytester

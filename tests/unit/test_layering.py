@@ -68,7 +68,7 @@ def imports() -> dict[str, frozenset[str]]:
                 if t in mods and t != mod and t.startswith(NAME) and not (
                         mods[t].name == "__init__.py" and mod.startswith(t + ".")):
                     graph[mod].add(t)
-    return graph
+    return {m: frozenset(ts) for m, ts in graph.items()}   # cached: shared by every test
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
