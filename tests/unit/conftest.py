@@ -32,6 +32,21 @@ class FakeCupy:
 
 
 @pytest.fixture
+def need_offline_tools():
+    """need(arch): skip the test, with the install command as the reason, unless the ptxas and
+    nvdisasm for `arch` are installed."""
+    from pytest_gpuchar.core import toolchain
+
+    def need(arch: str) -> None:
+        try:
+            toolchain.find("ptxas", arch)
+            toolchain.find("nvdisasm", arch)
+        except toolchain.ToolMissing as e:
+            pytest.skip(str(e))
+    return need
+
+
+@pytest.fixture
 def fake_cupy(monkeypatch) -> FakeCupy:
     """A FakeCupy installed as the `cupy` module for the test."""
     cp = FakeCupy()

@@ -8,14 +8,6 @@ from pytest_gpuchar.core import build, jit, toolchain
 from pytest_gpuchar.topics.instructions import kernels, rows
 
 
-def _tools_or_skip(arch: str) -> None:
-    try:
-        toolchain.find("ptxas", arch)
-        toolchain.find("nvdisasm", arch)
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
-
-
 def _probes(arch: str, names: list[str]):
     return [kernels.latency_probe(rows.row(r), arch) for r in names]
 
@@ -38,17 +30,17 @@ def test_group_parts_deal_probes_and_name_modules(monkeypatch):
     assert build.Group("empty", "sm_80", []).parts() == []
 
 
-def test_offline_module_is_assembled_once():
-    _tools_or_skip("sm_80")
+def test_offline_module_is_assembled_once(need_offline_tools):
+    need_offline_tools("sm_80")
     b = build.Builds()
     text = _probes("sm_80", ["add.u32"])[0].ptx
     assert b.offline_module("sm_80", text)[1] is b.offline_module("sm_80", text)[1]
 
 
-def test_batch_gives_the_same_sass_as_assembling_alone(monkeypatch):
+def test_batch_gives_the_same_sass_as_assembling_alone(monkeypatch, need_offline_tools):
     """A group split into parts (one ptxas + nvdisasm process each, in parallel) remembers
     every probe with the SASS it has when assembled alone."""
-    _tools_or_skip("sm_86")
+    need_offline_tools("sm_86")
     monkeypatch.setattr(jit, "chunk_count", lambda: 3)
     ps = _probes("sm_86", ["add.u32", "fma.rn.f32", "mul.lo.u32", "add.f32", "mad.lo.u32"])
     batched = build.Builds()
@@ -85,8 +77,9 @@ def test_a_batch_for_a_named_cuda_version_uses_that_ptxas(monkeypatch):
                                    for p, x in zip(ps, built))
 
 
-def test_a_part_that_fails_to_assemble_leaves_its_probes_to_be_built_alone(monkeypatch):
-    _tools_or_skip("sm_80")
+def test_a_part_that_fails_to_assemble_leaves_its_probes_to_be_built_alone(monkeypatch,
+                                                                           need_offline_tools):
+    need_offline_tools("sm_80")
     ps = _probes("sm_80", ["add.u32"])
     b = build.Builds()
     bad = build.Group("t", "sm_80", ps, text=lambda part: part[0].header + "garbage;\n")
@@ -149,13 +142,14 @@ def test_a_merged_module_that_fails_assembles_its_parts(monkeypatch):
     assert b._offline_probe[("sm_90", "13.5.37", "part1.ptx")] == {"k": "part1.ptx"}
 
 
-def test_prefetched_modules_are_disassembled_in_the_background(monkeypatch):
+def test_prefetched_modules_are_disassembled_in_the_background(monkeypatch,
+                                                                need_offline_tools):
     """nvdisasm of a prefetched driver-JIT module runs once the link is done, off the test
     thread; jit_module takes that SASS (a failed background link: disassembled in place)."""
     import threading
     import types
     from concurrent.futures import Future
-    _tools_or_skip("sm_80")
+    need_offline_tools("sm_80")
     ps = _probes("sm_80", ["add.u32", "fma.rn.f32"])
     group = build.Group("batch", "sm_80", ps)
     (part, text, name), = group.parts()

@@ -83,16 +83,8 @@ def test_from_config_env_and_pytest_cache(tmp_path, monkeypatch):
     assert listings.from_config(type("C", (), {"cache": Cache()})()).root.name == "gpuchar-sass"
 
 
-def _tools_or_skip(arch: str = "sm_80") -> None:
-    try:
-        toolchain.find("ptxas", arch)
-        toolchain.find("nvdisasm", arch)
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
-
-
-def test_a_second_session_reads_what_the_first_assembled(tmp_path):
-    _tools_or_skip()
+def test_a_second_session_reads_what_the_first_assembled(tmp_path, need_offline_tools):
+    need_offline_tools("sm_80")
     probes = [kernels.latency_probe(rows.row(r), "sm_80") for r in ("add.u32", "fma.rn.f32")]
     group = build.Group("batch", "sm_80", probes)
     first = build.Builds(listings=listings.ListingCache(tmp_path))
@@ -109,8 +101,8 @@ def test_a_second_session_reads_what_the_first_assembled(tmp_path):
     second.close()
 
 
-def test_a_failed_assembly_is_not_stored(tmp_path):
-    _tools_or_skip()
+def test_a_failed_assembly_is_not_stored(tmp_path, need_offline_tools):
+    need_offline_tools("sm_80")
     b = build.Builds(listings=listings.ListingCache(tmp_path))
     bad = ".version 8.0\n.target sm_80\n.address_size 64\n.visible .entry k() { bogus; }\n"
     for _ in range(2):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pytest_gpuchar.core import sass, toolchain
+from pytest_gpuchar.core import sass
 from pytest_gpuchar.core.build import Builds
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
@@ -121,12 +121,8 @@ def test_probe_check_is_the_tensor_path():
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_ptx_assembles_offline_with_hmma(arch):
-    try:
-        toolchain.find("ptxas", arch)
-        toolchain.find("nvdisasm", arch)
-    except toolchain.ToolMissing as e:
-        pytest.skip(str(e))
+def test_ptx_assembles_offline_with_hmma(arch, need_offline_tools):
+    need_offline_tools(arch)
     builds = Builds()
     builds.offline_groups(run.groups(arch))
     for p in kernels.probes(arch):
