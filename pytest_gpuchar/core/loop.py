@@ -78,11 +78,15 @@ def _split_body(body: list[sass.Instr], pats: list[str]) -> tuple[Counter, list[
     return need, extra
 
 
-def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None, count: int,
-                func: sass.Function) -> LoopVerdict:
+def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None,
+                count: int | tuple[int, ...], func: sass.Function, *,
+                ops: int | None = None) -> LoopVerdict:
     """Check the timed region of `func`: one loop holding `count` copies of `unit` per
-    iteration. Returns the SASS unit found per op ({opcode: count per op}) or raises
-    ProbeInvalid with the listing."""
+    iteration (a tuple: that many instructions of each of unit's patterns, for a unit of
+    several opcodes in fixed proportions). Returns the SASS unit found per op ({opcode:
+    count per op}; `ops` PTX ops per iteration, default `count`) or raises ProbeInvalid with
+    the listing."""
+    counts = tuple(count) if isinstance(count, tuple) else (count,) * len(unit or ())
     groups = sass.clock_groups(func)
     if len(groups) < 2:
         raise ProbeInvalid(f"probe invalid: {name} ({arch}): expected two clock reads, "
@@ -93,9 +97,12 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None, count: int,
     def fail(why: str) -> ProbeInvalid:
         return ProbeInvalid(
             f"probe invalid: {name} ({arch}): {why}\nintended: one loop whose body is "
-            f"{count} x [{' + '.join(unit or ())}] + loop control\n-- timed region "
+            f"{want} + loop control\n-- timed region "
             f"({len(region)} instructions):\n{sass.format_listing(region)}")
 
+    several = isinstance(count, tuple)
+    want = (" + ".join(f"{c} x {u}" for c, u in zip(counts, unit or ())) if several else
+            f"{count} x [{' + '.join(unit or ())}]")
     if unit is None:
         raise fail("no SASS unit known for this arch")
     branches = _loops(func, lo, hi)
@@ -108,9 +115,10 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None, count: int,
     pats = list(unit)
     need, extra = _split_body(body, pats)
     got = [need[k] for k in range(len(pats))]
-    if any(g != count for g in got):
+    if tuple(got) != counts:
+        wanted = str(dict(zip(pats, counts))) if several else f"{count} of each"
         raise fail(f"loop body holds {dict(zip(pats, got))} intended instructions, wanted "
-                   f"{count} of each (folded, hoisted, unrolled or eliminated?)")
+                   f"{wanted} (folded, hoisted, unrolled or eliminated?)")
     bad = [op for op in extra if not any(matches(op, c) for c in LOOP_CONTROL)]
     if bad or len([op for op in extra if not op.startswith(("DEPBAR", "NOP"))]) > MAX_LOOP_CONTROL:
         raise fail(f"loop body holds other instructions than the ops and loop control: "
@@ -124,6 +132,7 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None, count: int,
         raise fail(f"unexpected instructions around the loop: "
                    f"{dict(Counter(i.opcode for i in outside))}")
     seen = Counter(i.opcode for i in body)
-    return LoopVerdict(True, {op: round(c / count, 3) for op, c in sorted(seen.items())
+    per = ops or counts[0]
+    return LoopVerdict(True, {op: round(c / per, 3) for op, c in sorted(seen.items())
                               if any(matches(op, u) for u in pats)}, message="loop",
                        loop_control=dict(Counter(extra)), body_instructions=len(body))

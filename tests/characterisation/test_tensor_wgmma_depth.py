@@ -3,7 +3,8 @@ wgmma.mma_async.sp (2:4 metadata validated before launch) for f16/bf16/e4m3/s8 a
 sparse peak; the small-N shapes (N = 8..64) with 1, 2, 3 warpgroups per SM and several wgmma
 in flight per warpgroup before wgmma.wait_group; f16 accumulation and FP8 with f16
 accumulation; the shared-memory descriptors' swizzle modes (none/32B/64B/128B); and the FP8
-mma.sync that sm_90 emulates (F2FP unpack + HMMA + FADD), timed beside the native FP8 wgmma.
+mma.sync that sm_90 emulates (F2FP unpack + HMMA + FADD), timed beside the native FP8 wgmma
+(a counted loop as the sweeps').
 
 Every kernel is a counted loop (per trip: fence, C wgmma, commit, wait_group) whose timed
 region is verified in SASS (C x HGMMA/QGMMA/IGMMA, one WARPGROUP.ARRIVE and one
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import fp8_emulation, fp8_emulation_run
+from pytest_gpuchar.topics.tensor import fp8_emulation, fp8_emulation_run, probes
 from pytest_gpuchar.topics.tensor import wgmma_depth_rows as rows
 from pytest_gpuchar.topics.tensor import wgmma_depth_run as run
 
@@ -44,9 +45,9 @@ EMULATED = [pytest.param(r, id=r.name) for r in fp8_emulation.ROWS]
 @pytest.mark.static
 @pytest.mark.parametrize("row", EMULATED)
 def test_fp8_mma_sync_emulation_sass(arch, row, offline_tools, static_check):
-    """FP8 mma.sync on sm_90: per op F2FP unpacks + HMMA.16816.F32 + FADD, repeated per op
-    (no QMMA on Hopper)."""
-    static_check(fp8_emulation_run.static_probe(row, arch))
+    """FP8 mma.sync on sm_90: per op F2FP unpacks + HMMA.16816.F32 + FADD (no QMMA on
+    Hopper), a counted loop whose trip holds that sequence per op, fed by shared loads."""
+    static_check(fp8_emulation_run.static_probe(row, arch), snapshot=probes.snapshot)
 
 
 @pytest.mark.hardware

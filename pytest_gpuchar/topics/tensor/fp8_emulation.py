@@ -1,42 +1,68 @@
 """The FP8 mma.sync on sm_90, timed as what it is: ptxas has no FP8 mma.sync tensor
 instruction there, it unpacks A and B to f16 (F2FP.F16.E4M3.UNPACK_B), runs two
-HMMA.16816.F32 with a zero accumulator and adds C with four FADD. Kernel, probe (the
-repeated compiler sequence, verified per op) and the pure maths of its points.
+HMMA.16816.F32 with a zero accumulator and adds C with four FADD. Kernel, probe (a counted
+loop whose body is that sequence per op, verified per trip) and the pure maths of its points.
 
-Probe: W warps on one SM after a bar.sync, each running ILP independent accumulator chains of
-n mma.sync (D = A*B + D), unrolled between two %clock64 reads; every op reads its own A and B
-fragments (loaded per lane: the conversions belong to each op, as in a GEMM's inner loop, and
-none can be shared between ops). Each thread stores its start and end clock. Since C enters
-only the FADDs, the chain's cycles per op are the sequence's cost in a C-dependent chain (its
-HMMAs do not wait for the previous op).
+Probe (the tensor sweeps' frame, kernels.timed_kernel): W warps on one SM after a bar.sync,
+each running ILP independent accumulator chains (D = A*B + D) inside a counted loop of STEPS
+ops per chain per trip, between two %clock64 reads; the trip count is a kernel parameter.
+Every op loads its own A and B fragments from shared memory with volatile loads (LDS.128 +
+LDS.64, as a GEMM's inner loop does with fresh fragments every k-step): the compiler can
+neither share one op's conversions with another nor hoist them out of the loop, and the
+loads issue on the memory pipe, not on the pipes the emulation uses. Since C enters only the
+FADDs, the chain's cycles per op are the sequence's cost in a C-dependent chain (its HMMAs
+do not wait for the previous op). Slopes over three trip counts cancel the warps' start
+skew (analysis.fit_point), as in the sweeps.
+
+(An unrolled chain of 4-12 ops per length, the earlier form, was not linear in the length on
+sm_90, residuals of 90-155 cycles, and its throughput moved 2-4% night to night.)
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from ...core import ptx, sass
-from ...core.fit import fit
+from ...core import ptx, sass, toolchain
+from ...core.loop import verify_loop
 from ...core.probe import NotApplicable, Probe
-from ...core.ptx import Clock, Kernel, Registers
-from ...core.verify import Verdict, verify
+from ...core.ptx import Registers
+from ...core.verify import ProbeInvalid
+from . import operands
+from .analysis import SweepPoint, fit_point
+from .kernels import timed_kernel
+from .probes import TensorProbe, loop_body, without_filler
 from .rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
 
 ARCH = "sm_90"
 ISA = "8.4"
-LENGTHS = (4, 8, 12)
+STEPS = 8                 # ops of every chain per loop trip
 ILPS = (1, 2)
 WARPS = (1, 4, 8)
-SIGNATURE = ("HMMA.16816.F32*", "F2FP*")
 FLOP = 2 * 16 * 8 * 32            # one m16n8k32
-SPREAD_REL, SPREAD_ABS = 0.01, 0.5
+# trip planning only (analysis.plan_trips): no emulated op runs faster than the f16 mma.sync
+# peak allows its two HMMA.16816 (4096 FLOP/clk/SM); a quarter of that keeps spans realistic
+RATE_BOUND = 1024
+A_BYTES, B_BYTES = 16, 8          # one thread's A (4 x b32) and B (2 x b32) fragment
+MAX_THREADS = 32 * max(WARPS)
+B_BASE = A_BYTES * MAX_THREADS    # the B fragments follow every thread's A fragment
+SMEM_WORDS = (A_BYTES + B_BYTES) * MAX_THREADS // 4
+
+
+def sass_per_op(in_type: str) -> tuple[tuple[str, int], ...]:
+    """What ptxas 13.x and the 580 driver emit per FP8 m16n8k32 mma.sync on sm_90, fragments
+    loaded from shared memory: (opcode, count). A compiler that emits anything else makes
+    the probe invalid (the listing says what came instead)."""
+    return (("HMMA.16816.F32", 2), (f"F2FP.F16.{in_type.upper()}.UNPACK_B", 12),
+            ("FADD", 4), ("LDS.128", 1), ("LDS.64", 1))
 
 
 @dataclass(frozen=True)
 class EmulatedRow:
     in_type: str = "e4m3"
+    sweep_warps = WARPS
+    work = FLOP                   # FLOP of one op (the throughput figure's unit)
+    rate_bound = RATE_BOUND
 
     @property
     def name(self) -> str:
@@ -71,74 +97,73 @@ def _reglist(regs: list[str]) -> str:
     return "{" + ", ".join(regs) + "}"
 
 
-def kernel(r: EmulatedRow, ilp: int, n: int) -> tuple[str, Registers, int]:
-    """(PTX, registers and input slots, result words) of one chain length."""
+def kernel(r: EmulatedRow, ilp: int) -> tuple[str, str, Registers, int]:
+    """(PTX, entry, registers and input slots, result words) of the probe at one ILP."""
     regs = Registers()
-    kind = f"{r.in_type}x4"
     accs = [[regs.load(32, "f32") for _ in range(4)] for _ in range(ilp)]
     body = []
-    for _ in range(n):
+    for _ in range(STEPS):
         for acc in accs:
-            a = [regs.load(32, kind) for _ in range(4)]
-            b = [regs.load(32, kind) for _ in range(2)]
-            body.append(f"{r.instruction} {_reglist(acc)}, {_reglist(a)}, {_reglist(b)}, "
-                        f"{_reglist(acc)};")
+            a = [regs.reg(32) for _ in range(4)]
+            b = [regs.reg(32) for _ in range(2)]
+            body += [f"ld.volatile.shared.v4.b32 {_reglist(a)}, [%fa];",
+                     f"ld.volatile.shared.v2.b32 {_reglist(b)}, [%fb];",
+                     f"{r.instruction} {_reglist(acc)}, {_reglist(a)}, {_reglist(b)}, "
+                     f"{_reglist(acc)};"]
     results = [x for acc in accs for x in acc]
-    n_in = len(regs.inputs) * ptx.SLOT_BYTES
-    fold = [f"xor.b32 %ck, %ck, {x};" for x in results]
-    entry = f"fp8emu_{r.in_type}_ilp{ilp}_n{n}"
-    text = Kernel(
-        entry=entry, params=[".param .u64 out_param", ".param .u64 in_param"],
-        directives=[".maxntid 256, 1, 1"],
-        decls=[".reg .b64 %out, %in, %toff, %t0, %t1;", ".reg .b32 %tidx, %ck;",
-               ".reg .pred %never;", *regs.declarations()],
-        setup=["ld.param.u64 %out, [out_param];", "ld.param.u64 %in, [in_param];",
-               "mov.u32 %tidx, %tid.x;", f"mul.wide.u32 %toff, %tidx, {n_in};",
-               "add.u64 %in, %in, %toff;", "mul.wide.u32 %toff, %tidx, 24;",
-               "add.u64 %out, %out, %toff;"],
-        operands=regs.loads, sync=["bar.sync 0;"], body=body,
-        after=["mov.u32 %ck, 0;", *fold, "st.global.u64 [%out], %t0;",
-               "st.global.u64 [%out+8], %t1;", "st.global.b32 [%out+16], %ck;"],
-        clock=Clock(), guard=True, end_label=True).render()
-    return text, regs, len(results)
+    entry = f"fp8emu_{r.in_type}_ilp{ilp}_s{STEPS}"
+    text = timed_kernel(entry, regs, body, results, smem_words=SMEM_WORDS,
+                        extra_decls=(".reg .b32 %fa, %fb;",),
+                        prologue=(f"mul.lo.u32 %fa, %tidx, {A_BYTES};",
+                                  "add.u32 %fa, %fa, %sbase;",
+                                  f"mul.lo.u32 %fb, %tidx, {B_BYTES};",
+                                  "add.u32 %fb, %fb, %sbase;",
+                                  f"add.u32 %fb, %fb, {B_BASE};"))
+    return text, entry, regs, len(results)
 
 
-def _filler(ins: sass.Instr) -> bool:
-    return ins.pred in ("@!PT", "@!UPT") or ins.opcode == "NOP"
+class EmulationProbe(TensorProbe):
+    """ILP chains of one row in a counted loop; each trip must hold STEPS x ILP copies of the
+    emulation sequence (sass_per_op) and the loop control, nothing else."""
 
+    def fill(self, rng: np.random.Generator) -> np.ndarray:
+        """The shared fragments: random FP8 words of the row's type (never NaN)."""
+        kind = f"{self.row.in_type}x4"
+        return operands.draw_regs(kind, self.smem_words, rng).astype(np.uint32)
 
-@dataclass(kw_only=True)
-class EmulationProbe(Probe):
-    """ILP chains of one row at every length; the region, never-executed filler left out,
-    must grow by identical copies of one sequence holding HMMA and F2FP (core.verify)."""
-    row: EmulatedRow
-    ilp: int
+    def verify_regions(self, regions, functions):
+        (key, entry), = self.entries.items()
+        if entry not in functions:
+            raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS")
+        func = without_filler(functions[entry])
+        per_op = sass_per_op(self.row.in_type)
+        ops = self.ops[key]
+        v = verify_loop(self.name, self.arch, tuple(op for op, _ in per_op),
+                        tuple(c * ops for _, c in per_op), func, ops=ops)
+        body = loop_body(func)
+        depth = sass.dependence_depth(body)
+        if depth < self.steps:
+            raise ProbeInvalid(
+                f"probe invalid: {self.name}: the loop body's dependence depth is {depth} "
+                f"instructions, less than the {self.steps} chained ops per trip\n"
+                f"{sass.format_listing(body)}")
+        return v
 
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        out = {}
-        for n, entry in self.entries.items():
-            if entry not in functions:
-                raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS")
-            region = [i for i in sass.timed_region(functions[entry]) if not _filler(i)]
-            out[n] = self.strip_guard(region)
-        return out
-
-    def verify_regions(self, regions, functions) -> Verdict:
-        return verify(self.name, regions, self.intent)
+    def snapshot_header(self, tool: toolchain.Tool) -> str:
+        seq = " + ".join(f"{c} x {op}" for op, c in sass_per_op(self.row.in_type))
+        return (f"// {self.name} ({self.arch}, {tool.name} {tool.version}): per op {seq}; "
+                f"loop of {self.steps} ops x ILP {self.ilp}\n")
 
 
 def probe(r: EmulatedRow, ilp: int, arch: str = ARCH) -> EmulationProbe:
     require(arch)
-    texts, entries, inputs, slots = [], {}, {}, {}
-    for n in LENGTHS:
-        text, regs, n_res = kernel(r, ilp, n)
-        texts.append(text)
-        entries[n] = re.search(r"\.entry (\w+)", text).group(1)
-        inputs[n], slots[n] = regs.inputs, 3
-    return EmulationProbe(f"fp8_emulated/{r.name}/ilp{ilp}", ARCH, "\n" + "\n".join(texts),
-                          entries, {n: n * ilp for n in LENGTHS}, unit=None,
-                          signature=SIGNATURE, inputs=inputs, out_slots=slots, isa=ISA,
-                          row=r, ilp=ilp)
+    text, entry, regs, n_res = kernel(r, ilp)
+    per_op = sass_per_op(r.in_type)
+    return EmulationProbe(f"fp8_emulated/{r.name}/ilp{ilp}", ARCH, text, {STEPS: entry},
+                          {STEPS: STEPS * ilp}, unit=tuple(op for op, _ in per_op),
+                          per_op=1, chained=True, inputs={STEPS: regs.inputs},
+                          out_slots={STEPS: 2 + n_res + max(1, len(regs.inputs))}, isa=ISA,
+                          guarded=False, row=r, ilp=ilp, smem_words=SMEM_WORDS, steps=STEPS)
 
 
 def probes(arch: str) -> list[EmulationProbe]:
@@ -151,27 +176,9 @@ def module_text(part: list[Probe]) -> str:
 
 # --- points ----------------------------------------------------------------------------
 
-@dataclass
-class Point:
-    warps: int
-    ilp: int
-    chain_cycles: float       # a warp's cycles per chain step (ILP ops), mean over warps
-    throughput: float         # FLOP per clock per SM
-    spread: float
-    unstable: bool
-    why: str = ""
-    chain_why: str = ""       # why the per-warp chain cycles alone are unstable
-
-
-def point(records: dict, warps: int, ilp: int) -> Point:
-    """records: n -> [(starts, ends) per repeat], one clock per thread (lane 0 of each warp
-    is taken). The sweeps' fit (analysis.fit_point): the mean warp span and the block span
-    (max end - min start) fitted over n, stable when the per-launch slopes' interquartile
-    ranges are within 5% and, with several warps, the warps' start skew is under 1% of the
-    longest span. `why` of the chain cycles: the per-warp latency's own reasons only."""
-    from .analysis import fit_point
-    raw = {n: [(np.asarray(t0, np.int64), np.asarray(t1, np.int64)) for t0, t1 in reps]
-           for n, reps in records.items()}
-    sp = fit_point(raw, warps=warps, ilp=ilp, work=FLOP * ilp * warps, steps=1)
-    return Point(warps, ilp, sp.latency, sp.throughput, sp.thr_spread, sp.unstable, sp.why,
-                 sp.lat_why)
+def point(raw: dict, warps: int, ilp: int) -> SweepPoint:
+    """raw: trips -> [(starts, ends) per repeat], one clock per warp. The sweeps' fit
+    (analysis.fit_point): `latency` = a warp's cycles per chain step (ILP ops), `throughput`
+    = FLOP per clock per SM from the block span; `lat_why`: the per-warp latency's own
+    reasons only (the start skew does not bias a warp's own cycles)."""
+    return fit_point(raw, warps=warps, ilp=ilp, work=FLOP * ilp * warps, steps=STEPS)

@@ -1,23 +1,21 @@
 """The FP8 mma.sync emulation on sm_90 on the GPU: the probes JIT-linked once (Group
-"fp8_emulated"), every kernel's driver SASS verified as the repeated F2FP + HMMA + FADD
-sequence, launched with 1, 4 and 8 warps on one SM, fitted once per session; its cost per op
-in a C-dependent chain, its throughput against the FP8 peak and against the native FP8 wgmma
-measured in the same session (wgmma_depth row e4m3.f32.m64n256k32)."""
+"fp8_emulated"), every kernel's driver SASS verified as a counted loop of the F2FP + HMMA +
+FADD sequence per op, launched with 1, 4 and 8 warps on one SM at three trip counts (the
+tensor sweeps' launcher), fitted once per session; its cost per op in a C-dependent chain,
+its throughput against the FP8 peak and against the native FP8 wgmma measured in the same
+session (wgmma_depth row e4m3.f32.m64n256k32)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ...core.build import Group
 from ...core.fit import Fit
-from ...core.gpu import LaunchRefused
 from ...results.judge import Measured, Measurement
 from . import fp8_emulation as fe
-from . import operands
 from . import wgmma_depth_analysis as wa
 from . import wgmma_depth_run
+from .run import WARP, Job, launch_all
 from .wgmma_depth_rows import row as depth_row
 
 if TYPE_CHECKING:
@@ -27,17 +25,18 @@ if TYPE_CHECKING:
 REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"
 TOL = {"abs": 0.5, "rel": 0.01}
-# the best stable point's throughput, as the sweeps' points (an H100 read 270.8 then 264.3 at
-# one warp on consecutive nights)
+# the best stable point's throughput, as the sweeps' points
 THROUGHPUT_TOL = {"abs": 2.0, "rel": 0.05}
 METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass}); W warps on "
-          "one SM after a bar.sync, each ILP independent accumulator chains of n ops (n = "
-          "{lengths}), every op its own A and B fragments, unrolled between two %clock64 "
-          "reads; cycles per chain step = slope over n of the mean warp span, throughput = "
-          "FLOP / slope of the block span (max end - min start); median of {reps} launches "
-          "after a warm-up, stable when the launches' slopes agree within 5% (interquartile "
-          "range) and the warps' start skew is under 1% of the block span; driver-JIT SASS "
-          "verified (the region grows by that sequence per op)")
+          "one SM after a bar.sync, each ILP independent accumulator chains in a counted loop "
+          "of {steps} ops per chain per trip between two %clock64 reads, every op loading its "
+          "own A and B fragments from shared memory (volatile: no conversion shared or "
+          "hoisted); cycles per chain step = slope over the trip counts of the mean warp "
+          "span, throughput = FLOP / slope of the block span (max end - min start); median of "
+          "{reps} launches per trip count after a warm-up, stable when the launches' slopes "
+          "agree within 5% (interquartile range) and the warps' start skew is under 1% of "
+          "the block span; driver-JIT SASS verified (the loop's trip holds that sequence per "
+          "op and the loop control, nothing else)")
 
 
 def groups(arch: str) -> list[Group]:
@@ -50,45 +49,22 @@ def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
     return fe.probe(r, 1, arch)
 
 
-def inputs(p: fe.EmulationProbe, n: int, threads: int, seed: int = 0xF8E) -> np.ndarray:
-    """threads x slots input words of length n's kernel: random non-zero f32 accumulators and
-    FP8 fragments."""
-    rng = np.random.default_rng(seed + n)
-    slots = p.inputs[n]
-    buf = np.zeros((threads, max(1, len(slots))), np.uint64)
-    for s in slots:
-        buf[:, s.slot] = operands.draw_regs(s.kind, threads, rng)
-    return buf
-
-
 def launch(gpu: "Gpu", p: fe.EmulationProbe, compiled, reps: int, skipped: dict) -> dict:
-    """{warps: {n: [(starts, ends) per repeat]}} for every warp count the kernel allows."""
-    import cupy as cp
-    pending = []
-    for w in fe.WARPS:
-        threads = 32 * w
-        fn0 = compiled.function(p.entries[max(p.entries)])
-        limit = int(getattr(fn0, "max_threads_per_block", 256) or 256)
+    """{warps: {trips: [(starts, ends) per repeat]}} for every warp count the kernel's
+    registers allow (the others: `skipped`, warps -> why)."""
+    jobs = []
+    fn = compiled.function(p.entries[p.steps])
+    limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
+    for threads, key in p.launches():
         if threads > limit:
-            skipped[w] = f"{threads} threads exceed the kernel's limit {limit} (registers)"
+            skipped[threads // WARP] = (f"{threads} threads exceed the kernel's limit {limit} "
+                                        f"(registers)")
             continue
-        try:
-            for n, entry in p.entries.items():
-                d_in = cp.asarray(inputs(p, n, threads))
-                out = cp.zeros((reps + 1, threads, 3), dtype=np.uint64)
-                gpu.repeat(compiled.function(entry), (1,), (threads,),
-                           lambda r, o=out, d=d_in: (o[r], d), reps, name=p.name)
-                pending.append((w, n, out, d_in))
-        except LaunchRefused as e:
-            skipped[w] = f"launch refused: {e.__cause__}"
-    gpu.wait(p.name)
-    res: dict = {}
-    for w, n, out, _ in pending:
-        if w in skipped:
-            continue
-        host = out.get()[1:].astype(np.int64)
-        res.setdefault(w, {})[n] = [(h[::32, 0], h[::32, 1]) for h in host]
-    return res
+        jobs.append(Job(p, threads, key, p.trips(threads, key)))
+    refused: dict = {}
+    res = launch_all(gpu, jobs, compiled, repeats=reps, skipped=refused)
+    skipped.update({threads // WARP: why for (_, threads), why in refused.items()})
+    return {threads // WARP: raw for (_, threads, _), raw in res.items()}
 
 
 @dataclass
@@ -130,30 +106,29 @@ def _figure(key, value, spread, why, unit, method, data) -> Measurement:
 def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured:
     run = run_row(session, r, arch)
     sass = " + ".join(f"{v:g} x {k}" for k, v in run.unit.items())
-    method = METHOD.format(instr=r.instruction, sass=sass, lengths=list(fe.LENGTHS),
-                           reps=REPEATS)
+    method = METHOD.format(instr=r.instruction, sass=sass, steps=fe.STEPS, reps=REPEATS)
     base = next(p for p in run.points if p.warps == 1 and p.ilp == 1)
     stable = [p for p in run.points if not p.unstable]
     top = max(stable, key=lambda p: p.throughput) if stable else None
-    out = [_figure(f"{r.key}.accumulate_chain_cycles", base.chain_cycles, 0.0, base.chain_why,
-                   "cycles/op", "1 warp, one chain: cycles per op of a C-dependent chain (C "
+    out = [_figure(f"{r.key}.accumulate_chain_cycles", base.latency, base.lat_spread,
+                   base.lat_why, "cycles/op", "1 warp, one chain: cycles per op of a C-dependent chain (C "
                    "enters only the 4 FADD; the HMMAs of consecutive ops are independent); "
                    + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
     grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
     if top is None:   # reported, flagged: the best point, with why none could be trusted
         best = max(run.points, key=lambda p: p.throughput)
         why = "; ".join(sorted({p.why for p in run.points if p.why})) or "no stable point"
-        out.append(_figure(f"{r.key}.throughput", best.throughput, best.spread,
+        out.append(_figure(f"{r.key}.throughput", best.throughput, best.thr_spread,
                            f"no stable point ({why})", "flop/clk/SM",
                            f"best point: {best.warps} warps, ILP {best.ilp}; " + method,
                            {"grid": grid, "skipped": run.skipped}))
         return Measured(*out, sass=run.sass)
     where = f"best stable point: {top.warps} warps, ILP {top.ilp}"
-    out += [_figure(f"{r.key}.throughput", top.throughput, top.spread, "", "flop/clk/SM",
+    out += [_figure(f"{r.key}.throughput", top.throughput, top.thr_spread, "", "flop/clk/SM",
                     f"{where}; " + method, {"tolerance": dict(THROUGHPUT_TOL), "grid": grid,
                                             "skipped": run.skipped}),
             _figure(f"{r.key}.vs_native_peak", top.throughput / r.native_peak,
-                    top.spread / r.native_peak, "", "ratio",
+                    top.thr_spread / r.native_peak, "", "ratio",
                     f"emulated throughput over the native FP8 dense peak {r.native_peak} "
                     f"FLOP/clk/SM ({r.peak_source})", {"tolerance": {"abs": 0.01}})]
     native = wa.best(wgmma_depth_run.row_run(session, depth_row(NATIVE), arch).points)

@@ -22,65 +22,90 @@ from pytest_gpuchar.topics.tensor import wgmma_depth_rows
 def test_probe_ptx():
     r = fe.ROWS[0]
     p = fe.probe(r, 2)
-    assert p.arch == "sm_90" and p.isa == "8.4" and p.unit is None
-    assert p.ops == {4: 8, 8: 16, 12: 24} and p.signature == fe.SIGNATURE
-    n12 = p.kernels.split(".entry ")[3]
-    assert n12.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == 24
-    assert "bar.sync 0;" in n12 and len(p.inputs[12]) == 2 * 4 + 24 * 6
+    assert p.arch == "sm_90" and p.isa == "8.4" and p.steps == fe.STEPS
+    assert p.unit == ("HMMA.16816.F32", "F2FP.F16.E4M3.UNPACK_B", "FADD", "LDS.128", "LDS.64")
+    assert p.ops == {fe.STEPS: 2 * fe.STEPS} and list(p.entries) == [fe.STEPS]
+    ops = 2 * fe.STEPS
+    assert p.kernels.count("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32") == ops
+    # every op loads its own fragments (volatile: never shared, never hoisted), in the loop
+    loop = p.kernels.split("$TC_LOOP:")[1].split("@%again bra $TC_LOOP;")[0]
+    assert loop.count("ld.volatile.shared.v4.b32") == ops == loop.count("ld.volatile.shared.v2")
+    assert len(p.inputs[fe.STEPS]) == 2 * 4          # the accumulators only
+    assert p.smem_words * 4 == (fe.A_BYTES + fe.B_BYTES) * 256
+    words = p.fill(np.random.default_rng(0))
+    assert words.dtype == np.uint32 and words.size == p.smem_words and words.all()
     assert fe.module_text([p]).startswith(".version 8.4\n.target sm_90\n")
     with pytest.raises(NotApplicable, match="^static: .*sm_89"):
         run.static_probe(r, "sm_89")
     assert run.groups("sm_86") == [] and len(run.groups("sm_90")[0].probes) == 4
+    assert fe.probe(fe.ROWS[1], 1).unit[1] == "F2FP.F16.E5M2.UNPACK_B"
 
 
-def _region(n: int, extra=()) -> sass.Function:
-    seq = ["F2FP.F16.E4M3.UNPACK_B R1, R2"] * 12 + ["HMMA.16816.F32 R8, R8, R12, RZ"] * 2 + \
-          ["FADD R3, R3, R8"] * 4
-    lines = ["CS2R R6, SR_CLOCKLO", "ISETP.NE.U32.AND P0, PT, R6, -0x1, PT",
-             "@!P0 BRA `(.L_x_0)", *(seq * n), "@!UPT UIADD3 URZ, URZ, URZ, URZ", *extra,
-             "CS2R R20, SR_CLOCKLO"]
-    return sass.Function("f", [sass.parse_instr(16 * k, x) for k, x in enumerate(lines)])
+def _op(acc: int) -> list[str]:
+    return (["LDS.128 R40, [R2]", "LDS.64 R44, [R3]"]
+            + ["F2FP.F16.E4M3.UNPACK_B R50, R40"] * 12
+            + ["HMMA.16816.F32 R60, R50, R54, RZ"] * 2
+            + [f"FADD R{acc + k}, R{acc + k}, R{60 + k}" for k in range(4)])
 
 
-def test_sequence_verification():
+def _function(body: list[str]) -> sass.Function:
+    lines = ["CS2R R6, SR_CLOCKLO", ".L_x_0:", *body, "UIADD3 UR8, UR8, -0x1, URZ",
+             "ISETP.NE.U32.AND P0, PT, RZ, UR8, PT", "@P0 BRA `(.L_x_0)", "CS2R R20, SR_CLOCKLO",
+             "EXIT"]
+    text = "\n".join(ln if ln.endswith(":") else f"        /*{16 * k:04x}*/ {ln} ;"
+                     for k, ln in enumerate(lines))
+    return sass.parse(f"//------ .text.f ------\nf:\n{text}")["f"]
+
+
+def test_loop_verification():
+    """Each trip holds the sequence once per op (counted per opcode) and the loop control,
+    at least STEPS deep; a hoisted conversion or a stray instruction makes it invalid."""
     p = fe.probe(fe.ROWS[0], 1)
-    funcs = {e: _region(n) for n, e in p.entries.items()}
-    v = p.check(funcs)
-    assert v.unit == {"F2FP.F16.E4M3.UNPACK_B": 12, "FADD": 4, "HMMA.16816.F32": 2}
-    bad = {e: _region(n, ("FFMA R1, R2, R3, R4",) * (n // 4)) for n, e in p.entries.items()}
-    with pytest.raises(ProbeInvalid):
-        p.check(bad)
+    entry = p.entries[fe.STEPS]
+    body = [x for _ in range(fe.STEPS) for x in _op(100)]
+    v = p.check({entry: _function(body)})
+    assert v.unit == {"F2FP.F16.E4M3.UNPACK_B": 12, "FADD": 4, "HMMA.16816.F32": 2,
+                      "LDS.128": 1, "LDS.64": 1}
+    assert v.loop_control == {"UIADD3": 1, "ISETP.NE.U32.AND": 1, "BRA": 1}
+    hoisted = [x for x in body if not x.startswith("F2FP")] + ["F2FP.F16.E4M3.UNPACK_B R50, R40"]
+    with pytest.raises(ProbeInvalid, match="wanted .*F2FP.F16.E4M3.UNPACK_B': 96"):
+        p.check({entry: _function(hoisted)})
+    with pytest.raises(ProbeInvalid, match="other instructions"):
+        p.check({entry: _function(body + ["FFMA R1, R2, R3, R4"])})
+    shallow = [x for k in range(fe.STEPS) for x in _op(100 + 8 * k)]    # 8 chains of one op
+    with pytest.raises(ProbeInvalid, match="dependence depth"):
+        p.check({entry: _function(shallow)})
 
 
-def _recs(per_step, warps, skew=11.0, reps=5):
-    return {n: [(np.arange(warps) * skew, np.arange(warps) * skew + 300 + n * per_step
-                 + (r % 2) * 0.1) for r in range(reps)] for n in fe.LENGTHS}
+def _raw(per_step, warps, skew=3.0, reps=5):
+    trips = (10, 20, 30)
+    return {t: [(np.arange(warps) * skew, np.arange(warps) * skew + 300 + t * fe.STEPS * per_step
+                 + (r % 2) * 0.1) for r in range(reps)] for t in trips}
 
 
 def test_point():
-    pt = fe.point(_recs(40.0, 4, skew=1.0), 4, 2)
-    assert pt.chain_cycles == pytest.approx(40.0) and not pt.unstable
+    pt = fe.point(_raw(40.0, 4), 4, 2)
+    assert pt.latency == pytest.approx(40.0) and not pt.unstable
     assert pt.throughput == pytest.approx(fe.FLOP * 2 * 4 / 40.0, rel=1e-3)
-    # warps 11 cycles apart: 33 of a 780-cycle span (4%) may bias the block span's slope;
-    # each warp's own chain cycles are still trusted
-    skewed = fe.point(_recs(40.0, 4), 4, 2)
-    assert skewed.unstable and "start skew" in skewed.why and skewed.chain_why == ""
-    assert skewed.chain_cycles == pytest.approx(40.0)
+    # a start skew of 3% of the span may bias the block span's slope; each warp's own chain
+    # cycles are still trusted
+    skewed = fe.point(_raw(1.0, 4, skew=80.0), 4, 2)
+    assert skewed.unstable and "skew" in skewed.why and skewed.lat_why == ""
+    assert skewed.latency == pytest.approx(1.0)
 
 
 class _Kernel:
     max_threads_per_block = 256
 
     def __init__(self, entry):
-        self.n = int(entry.rsplit("_n", 1)[1])
         self.ilp = int(entry.split("_ilp")[1].split("_")[0])
 
     def __call__(self, grid, block, args, shared_mem=0):
-        out, d_in = args
+        out, d_in, d_fill, trips = args
         warps = block[0] // 32
         step = max(6.0 * self.ilp, 16.0 * self.ilp * warps / 4)   # issue-bound past 4 warps
-        for t in range(block[0]):
-            out[t] = (0, 200 + self.n * step, 0)
+        out[:, 0] = np.arange(block[0]) // 32
+        out[:, 1] = out[:, 0] + 200 + int(trips) * fe.STEPS * step
 
 
 def test_figures_on_a_fake_gpu(fake_cupy, monkeypatch):
