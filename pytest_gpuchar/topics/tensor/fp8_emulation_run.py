@@ -13,9 +13,10 @@ from ...core.build import Group
 from ...core.fit import Fit
 from ...results.judge import Measured, Measurement
 from . import fp8_emulation as fe
+from .launch import Job, launch_all
 from . import wgmma_depth_analysis as wa
 from . import wgmma_depth_run
-from .run import WARP, Job, launch_all
+from .probes import WARP
 from .wgmma_depth_rows import row as depth_row
 
 if TYPE_CHECKING:
@@ -57,8 +58,8 @@ def launch(gpu: "Gpu", p: fe.EmulationProbe, compiled, reps: int, skipped: dict)
     limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
     for threads, key in p.launches():
         if threads > limit:
-            skipped[threads // WARP] = (f"{threads} threads exceed the kernel's limit {limit} "
-                                        f"(registers)")
+            skipped[threads // WARP] = (
+                f"{threads} threads exceed the kernel's limit {limit} (registers)")
             continue
         jobs.append(Job(p, threads, key, p.trips(threads, key)))
     refused: dict = {}

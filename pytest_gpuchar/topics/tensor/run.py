@@ -10,20 +10,16 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from ...core import archs, sass
 from ...core.build import Group, Stage
-from ...core.gpu import LaunchRefused
 from ...core.jit import JITError
 from ...core.probe import Probe
 from ...core.verify import ProbeInvalid
-from . import (analysis, clock_load_run, fp8_emulation_run, kernels, operands, tcgen05,
-               wgmma_depth_run)
+from . import analysis, clock_load_run, fp8_emulation_run, kernels, tcgen05, wgmma_depth_run
+from .launch import Job, launch_all
 from .probes import WARP, TensorProbe, Unsupported, check_wgmma_log, never_executed
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
     from ...core.jit import Compiled
     from ...session import GpuCharSession
 
@@ -111,16 +107,6 @@ class Sweep:
         return json.dumps(self.to_json(), indent=1, default=str)
 
 
-@dataclass(frozen=True)
-class Job:
-    """One launch set: a probe's kernel `key` (TensorProbe.entries) with `threads` threads
-    per block, at each of its trip counts."""
-    probe: TensorProbe
-    threads: int
-    key: int
-    trips: tuple[int, ...]
-
-
 def _verify_all(ps: list[TensorProbe], functions: dict, out: Sweep) -> list[TensorProbe]:
     """The probes whose driver SASS is what they intend (the others: out.invalid), with each
     probe's loop accounting (out.loops); the ILP 1 probe's SASS of each row is kept for its
@@ -152,44 +138,6 @@ def _jobs(ps: list[TensorProbe], compiled: "Compiled", out: Sweep) -> list[Job]:
                 continue
             jobs.append(Job(p, threads, key, p.trips(threads, key)))
     return jobs
-
-
-def launch_all(gpu: "Gpu", jobs: list[Job], compiled: "Compiled", *, repeats: int,
-               skipped: dict) -> dict:
-    """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
-    warp). Every launch of every job first (one stream; per trip count 1 + `repeats`
-    launches, the warm-up dropped), one wait under the watchdog, then one copy back per
-    buffer. A launch the kernel's resources refuse (registers x threads) is reported in
-    `skipped` by (probe name, threads)."""
-    import cupy as cp
-    pending, keep = [], []   # input buffers stay alive until the launches have run
-    for job in jobs:
-        p = job.probe
-        buf, fill = operands.inputs(p, job.threads, key=job.key)
-        d_in, d_fill = cp.asarray(buf), cp.asarray(fill)
-        keep += [d_in, d_fill]
-        fn = compiled.function(p.entries[job.key])
-        outs = {}
-        try:
-            for trips in job.trips:
-                if trips < 1:
-                    raise ValueError(f"{p.name}: trip count {trips} (the loop runs at least once)")
-                out = cp.zeros((repeats + 1, job.threads, p.out_slots[job.key]), dtype=np.int64)
-                gpu.repeat(fn, (1,), (job.threads,),
-                           lambda r, out=out, t=trips: (out[r], d_in, d_fill, np.uint32(t)),
-                           repeats, name=p.name)
-                outs[trips] = out
-        except LaunchRefused as e:
-            skipped[(p.name, job.threads)] = f"launch refused: {e.__cause__}"
-            continue
-        pending += [(p.name, job.threads, job.key, t, out) for t, out in outs.items()]
-    gpu.wait("tensor sweep")
-    res: dict = {}
-    for name, threads, key, trips, out in pending:
-        host = out.get()[1:]
-        res.setdefault((name, threads, key), {})[trips] = [(h[::WARP, 0], h[::WARP, 1])
-                                                           for h in host]
-    return res
 
 
 def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
