@@ -1,6 +1,6 @@
 """The FP8 mma.sync emulation on sm_90 on the GPU: the probes JIT-linked once (Group
 "fp8_emulated"), every kernel's driver SASS verified as a counted loop of the F2FP + HMMA +
-FADD sequence per op, launched with 1, 4 and 8 warps on one SM at three trip counts (the
+FADD sequence per op, launched with 1 to 32 warps on one SM at three trip counts (the
 tensor sweeps' launcher), fitted once per session; its cost per op in a C-dependent chain,
 its throughput against the FP8 peak and against the native FP8 wgmma measured in the same
 session (wgmma_depth row e4m3.f32.m64n256k32)."""

@@ -31,7 +31,7 @@ def test_probe_ptx():
     loop = p.kernels.split("$TC_LOOP:")[1].split("@%again bra $TC_LOOP;")[0]
     assert loop.count("ld.volatile.shared.v4.b32") == ops == loop.count("ld.volatile.shared.v2")
     assert len(p.inputs[fe.STEPS]) == 2 * 4          # the accumulators only
-    assert p.smem_words * 4 == (fe.A_BYTES + fe.B_BYTES) * 256
+    assert p.smem_words * 4 == (fe.A_BYTES + fe.B_BYTES) * 1024 == 24 * fe.MAX_THREADS
     words = p.fill(np.random.default_rng(0))
     assert words.dtype == np.uint32 and words.size == p.smem_words and words.all()
     assert fe.module_text([p]).startswith(".version 8.4\n.target sm_90\n")
@@ -95,7 +95,7 @@ def test_point():
 
 
 class _Kernel:
-    max_threads_per_block = 256
+    max_threads_per_block = 1024
 
     def __init__(self, entry):
         self.ilp = int(entry.split("_ilp")[1].split("_")[0])
