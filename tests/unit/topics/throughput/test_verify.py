@@ -6,7 +6,7 @@ import pytest
 
 from pytest_gpuchar.core import loop, sass
 from pytest_gpuchar.core.verify import ProbeInvalid
-from pytest_gpuchar.topics.throughput import kernels, verify
+from pytest_gpuchar.topics.throughput import kernels
 from pytest_gpuchar.topics.throughput.rows import Launch
 
 LOOP = """
