@@ -70,11 +70,30 @@ def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
     return abs(b - a) > limit
 
 
+def board(r: dict) -> str:
+    """The UUID of the GPU that measured a result ('' when the result does not say)."""
+    prov = r.get("provenance")
+    return str(prov.get("uuid") or "") if isinstance(prov, dict) else ""
+
+
+def other_board(old: dict, new: dict) -> tuple[str, str] | None:
+    """(old board, new board) when both results name their GPU and the GPUs differ."""
+    a, b = board(old), board(new)
+    return (a, b) if a and b and a != b else None
+
+
 def compare(current: list[dict], previous: list[dict] | None, *,
             noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None) -> list[Change]:
     """Classify every characteristic of tonight's run against the expectations (its own
     status) and against the previous run (values, statuses, presence). `skipped`: tonight's
-    skipped tests and their reasons (junit_skips)."""
+    skipped tests and their reasons (junit_skips).
+
+    Against a run of another board (a fresh machine's first night compared with the committed
+    baseline of its model), a value that moved while both runs pass its expectation is a
+    note: boards of one model differ by what the expectations' fleet ranges and tolerances
+    allow, so the move says nothing about a driver or compiler. On one board every move beyond
+    the noise stays a change; an expectation failed, a status, a mapping or a SASS difference
+    is reported the same on either."""
     changes: list[Change] = []
     cur = _index(current)
     prev = _index(previous) if previous is not None else None
@@ -123,7 +142,13 @@ def compare(current: list[dict], previous: list[dict] | None, *,
             changes.append(Change("status", "change", detail=f"{pst} -> {st}", **base))
             continue
         if moved(p, r, noise_rel):
-            changes.append(Change("value", "change", **base))
+            boards = other_board(p, r)
+            if boards and st == pst == "pass":
+                changes.append(Change("value", "note", detail=(
+                    f"another board ({boards[0][:12]} -> {boards[1][:12]}), within the "
+                    f"expectation in both runs"), **base))
+            else:
+                changes.append(Change("value", "change", **base))
     if prev is not None:
         changes += _missing(cur, prev, skipped or {})
     return changes

@@ -56,6 +56,30 @@ def test_classification():
     assert ch.verdict(list(got.values()), 1, True) == ch.EXIT_REGRESSION
 
 
+def test_another_boards_values_within_their_expectation_are_notes():
+    """A fresh machine against the committed baseline of its model: a value that moved while
+    passing in both runs is a board-to-board note; on the same board, with one board unnamed,
+    or with the expectation failed or absent ("measured"), it is a change or a regression."""
+    def on(uuid, *a, **kw):
+        return R(*a, provenance={"uuid": uuid}, **kw)
+    prev = [on("GPU-aaaa", "latency.l2", 270.0), on("GPU-aaaa", "dsm.c2", 181.0),
+            on("GPU-aaaa", "fp8.throughput", 263.0, status="measured"),
+            on("GPU-aaaa", "latency.add", 4.0)]
+    cur = [on("GPU-bbbb", "latency.l2", 276.0), on("GPU-bbbb", "dsm.c2", 191.0),
+           on("GPU-bbbb", "fp8.throughput", 1024.0, status="measured"),
+           on("GPU-bbbb", "latency.add", 9.0, status="fail")]
+    got = {c.key: c for c in ch.compare(cur, prev)}
+    assert got["latency.l2"].severity == got["dsm.c2"].severity == "note"
+    assert got["dsm.c2"].detail.startswith("another board (GPU-aaaa -> GPU-bbbb)")
+    assert got["fp8.throughput"].severity == "change"
+    assert got["latency.add"].severity == "regression"
+    assert ch.verdict([got["latency.l2"], got["dsm.c2"]], 0, True) == ch.EXIT_NO_CHANGE
+    same = [on("GPU-aaaa", "latency.l2", 276.0)]
+    assert [c.severity for c in ch.compare(same, prev[:1])] == ["change"]
+    unnamed = [R("latency.l2", 276.0)]
+    assert [c.severity for c in ch.compare(unnamed, prev[:1])] == ["change"]
+
+
 def test_probe_becoming_invalid_is_a_regression():
     prev = [R("cpi.x", 2.0)]
     cur = [R("cpi.x", None, status="invalid", detail="probe invalid: folded")]
