@@ -71,7 +71,7 @@ def test_accel_sim_fragment_of_the_committed_h100_run(tmp_path):
     text = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim"], tmp_path,
                "h100.config")
     got = dict(OPTION.findall(text))
-    assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == "399"
+    assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == "411"
     assert got["-ptx_opcode_latency_fp"] == "4,4,4,4,57"
     assert got == dict(OPTION.findall((H100 / "accel-sim.config").read_text()))
     trace = dict(OPTION.findall(run(["--results", str(src), "--arch", "sm_90", "--format",

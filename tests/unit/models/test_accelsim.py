@@ -167,7 +167,7 @@ def test_committed_h100_run():
                                     "-gpgpu_smem_latency", "-dram_latency",
                                     "-ptx_opcode_latency_tesnor", "-ptx_opcode_initiation_sfu")} == {
         "-gpgpu_n_clusters": "132", "-gpgpu_l1_latency": "32", "-gpgpu_smem_latency": "23",
-        "-dram_latency": "399", "-ptx_opcode_latency_tesnor": "24",
+        "-dram_latency": "411", "-ptx_opcode_latency_tesnor": "24",
         "-ptx_opcode_initiation_sfu": "8"}
     shaky = [dict(r, status="unstable") if r["key"] == "memory.latency.l1_hit" else r
              for r in report["results"]]
