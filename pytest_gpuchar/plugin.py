@@ -241,6 +241,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "wall_s": round(time.time() - st.started, 1),
         "exitstatus": int(exitstatus),
         "skipped": dict(st.skip_reasons),
+        "measured_skips": dict(sorted(st.measured_skips.items())),
         "static_checks": dict(sorted(st.static_ran.items())),
     })
     if dev:

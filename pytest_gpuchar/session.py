@@ -17,6 +17,7 @@ from .core import archs, sass
 from .core.build import Builds
 from .core.probe import DeclaredUnmeasurable, Probe
 from .core.verify import ProbeInvalid, Verdict
+from .results.changes import measured_skip
 from .results.expectations import Expected, Store, default_root
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
@@ -57,6 +58,8 @@ class GpuCharSession:
     builds: Builds = field(default_factory=Builds)
     runs: RunCache = field(default_factory=RunCache)
     skip_reasons: Counter = field(default_factory=Counter)
+    # tests skipped for what their own measurement saw (changes.measured_skip): nodeid -> why
+    measured_skips: dict = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     controller_of_workers: bool = False
     broken: list[str] = field(default_factory=list)      # tests that failed or errored
@@ -255,6 +258,8 @@ class GpuCharSession:
                 isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")
             self.skip_reasons[reason.split(";")[0][:120]] += 1
+            if measured_skip(reason):
+                self.measured_skips[report.nodeid] = reason[:300]
 
     def _consider(self, report: pytest.TestReport) -> None:
         """A --snapshot-update run: the results of a test that passed, or failed only by a

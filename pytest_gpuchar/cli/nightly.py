@@ -272,6 +272,7 @@ def run(args) -> int:
     previous = None
     previous_changes: list[dict] = []
     previous_failures: list[dict] = []
+    previous_skipped: dict[str, str] = {}
     if prev_path is not None:
         try:
             prev_doc = read_report(prev_path)
@@ -282,8 +283,10 @@ def run(args) -> int:
         previous = prev_doc.get("results") if "results" in prev_doc else None
         previous_changes = prev_doc.get("changes", [])
         previous_failures = prev_doc.get("meta", {}).get("failures", [])
+        previous_skipped = prev_doc.get("meta", {}).get("measured_skips", {})
     changes = compare(results, previous, noise_rel=args.noise_rel,
-                      skipped=junit_skips(out / "junit.xml"))
+                      skipped=junit_skips(out / "junit.xml"),
+                      previous_skipped=previous_skipped)
     rep = repeatability(previous, results) if previous is not None else None
     changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes,
                                previous_failures)

@@ -83,10 +83,13 @@ def other_board(old: dict, new: dict) -> tuple[str, str] | None:
 
 
 def compare(current: list[dict], previous: list[dict] | None, *,
-            noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None) -> list[Change]:
+            noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None,
+            previous_skipped: dict[str, str] | None = None) -> list[Change]:
     """Classify every characteristic of tonight's run against the expectations (its own
     status) and against the previous run (values, statuses, presence). `skipped`: tonight's
-    skipped tests and their reasons (junit_skips).
+    skipped tests and their reasons (junit_skips); `previous_skipped`: the previous run's tests
+    skipped for what their own measurement saw (its report's meta "measured_skips"), whose
+    figures measured tonight are notes, as tonight's such skips are for the missing ones.
 
     Against a run of another board (a fresh machine's first night compared with the committed
     baseline of its model), a value that moved while both runs pass its expectation is a
@@ -124,7 +127,13 @@ def compare(current: list[dict], previous: list[dict] | None, *,
         if prev is None:
             continue
         if p is None:
-            changes.append(Change("new", "change", detail="not in the previous run", **base))
+            why = (previous_skipped or {}).get(r.get("test") or "", "")
+            if measured_skip(why):
+                changes.append(Change("new", "note", detail=(
+                    f"not measured in the previous run: {why}")[:300], **base))
+            else:
+                changes.append(Change("new", "change", detail="not in the previous run",
+                                      **base))
             continue
         pst = p.get("status", "")
         if "unstable" in (st, pst):
@@ -156,7 +165,8 @@ def compare(current: list[dict], previous: list[dict] | None, *,
 
 # a hardware test skipped for what its own measurement saw (e.g. no SM seeing a far L2 level)
 # says why its figure is absent; skips for the machine (no GPU, another arch) do not
-_MACHINE_SKIPS = ("hardware: no GPU", "hardware: GPU is ")
+_MACHINE_SKIPS = ("hardware: no GPU", "hardware: GPU is ", "hardware: GPUCHAR_NO_GPU",
+                  "hardware: GPU wedged")
 
 
 def measured_skip(reason: str) -> bool:

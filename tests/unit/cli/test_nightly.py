@@ -80,6 +80,21 @@ def test_another_boards_values_within_their_expectation_are_notes():
     assert [c.severity for c in ch.compare(unnamed, prev[:1])] == ["change"]
 
 
+def test_a_figure_the_previous_runs_measurement_skipped_is_a_note():
+    """The far L2 level: one night every SM saw one level (its test skipped for that), the
+    next night some SMs saw two. Measured tonight, skipped by the previous run's own
+    measurement: a note; skipped there because the machine had no GPU: a change."""
+    test = "tests/characterisation/test_movement_l2.py::test_l2_far[sm_90]"
+    cur = [R("movement.l2.latency.far", 299.7, test=test)]
+    why = "hardware: load steps see one latency level from every SM (279 cycles)"
+    (c,) = ch.compare(cur, [], previous_skipped={test: why})
+    assert (c.kind, c.severity) == ("new", "note") and why in c.detail
+    (c,) = ch.compare(cur, [], previous_skipped={test: "hardware: no GPU: CuPy missing"})
+    assert (c.kind, c.severity) == ("new", "change")
+    (c,) = ch.compare(cur, [])
+    assert c.severity == "change"
+
+
 def test_probe_becoming_invalid_is_a_regression():
     prev = [R("cpi.x", 2.0)]
     cur = [R("cpi.x", None, status="invalid", detail="probe invalid: folded")]
