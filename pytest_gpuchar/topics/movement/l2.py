@@ -15,7 +15,7 @@ import numpy as np
 from ...core.probe import NotApplicable
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
-from .rows import (LATENCY_TOL, LOADED_TOL, DRAM_REPEATS, DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LOADED_LENGTHS,
+from .rows import (LATENCY_TOL, LOADED_TOL, LOADED_REPEATS, DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LOADED_LENGTHS,
                    LOADED_SHARES, LOADED_TRIPS, LOADED_WAIT_NS, L2Figure)
 from .state import ChainError, MovementGpu, passes
 
@@ -169,7 +169,9 @@ def _measure_loaded(s: MovementGpu, share: int, arch: str):
     name = f"{probe.name}/s{share}"
     s.built(probe)
     fns = {n: s.function(probe, n) for n in LOADED_LENGTHS}
-    reps = max(s.repeats, DRAM_REPEATS)
+    # as many launches as LOADED_REPEATS asks while no line of the buffer is visited twice
+    fit = (s.big_bytes // LOADED_BLOCK - 8) // (int(passes()) * sum(LOADED_LENGTHS)) - 1
+    reps = max(s.repeats, min(LOADED_REPEATS, fit))
     k = streamers(share, s.sms)
     big, dst = s.big(), s.dst()
     base = s.address(big)

@@ -307,6 +307,9 @@ LOADED_SHARES = (0, 12, 25, 50, 100)    # percent of the other SMs streaming
 LOADED_TRIPS = 256                      # streamer iterations (each 64 KiB per CTA)
 LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the streamers
 DRAM_REPEATS = 15        # device-memory chains: every load a different line, more launches
+# the loaded chase: per-launch slopes scatter 10-20% under streaming load (H100), and with 15
+# launches the median moved 1-4% night to night; 60 launches halve that (about 1 s a night)
+LOADED_REPEATS = 60
 DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter this much (the
                          # memory topic's device-memory rows on H200); the median is judged
 
