@@ -58,7 +58,7 @@ ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method
               "provenance", "status"}
 UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
          "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
-         "ops/clk", "B/clk", "bits", "percent"}
+         "ops/clk", "B/clk", "GB/s", "bits", "percent"}
 
 
 class ExpectationError(ValueError):

@@ -348,8 +348,14 @@ def test_bandwidth_rows_and_staircase(gpu, artifact, tmp_path):
         per_sm = _one(m, f"movement.bandwidth.{row.id}.per_sm")
         assert per_sm.value == pytest.approx(RATE[row.id], rel=1e-3) and not m.checks
         gpu_fig = _one(m, f"movement.bandwidth.{row.id}.gpu")
-        assert gpu_fig.value == pytest.approx(SMS * RATE[row.id], rel=1e-3)
-        assert gpu_fig.spread == pytest.approx(gpu_fig.value * per_sm.spread / per_sm.value)
+        if row.level is Level.DRAM:   # device memory's own rate: GB/s over the window
+            assert gpu_fig.unit == "GB/s" and gpu_fig.value == pytest.approx(3000, rel=1e-2)
+            assert gpu_fig.data["cta_rates_sum_b_per_clk"] == pytest.approx(
+                SMS * RATE[row.id], rel=1e-3)
+        else:
+            assert gpu_fig.unit == "B/clk"
+            assert gpu_fig.value == pytest.approx(SMS * RATE[row.id], rel=1e-3)
+            assert gpu_fig.spread == pytest.approx(gpu_fig.value * per_sm.spread / per_sm.value)
         if row.peak == "shared":
             assert _one(m, f"movement.bandwidth.{row.id}.of_peak").value == pytest.approx(
                 RATE[row.id] / 128, rel=1e-3)
