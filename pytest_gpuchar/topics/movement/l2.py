@@ -15,8 +15,9 @@ import numpy as np
 from ...core.probe import NotApplicable
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
-from .rows import (LATENCY_TOL, LOADED_TOL, LOADED_REPEATS, DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LOADED_LENGTHS,
-                   LOADED_SHARES, LOADED_TRIPS, LOADED_WAIT_NS, L2Figure)
+from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LENGTHS,
+                   LOADED_REPEATS, LOADED_SHARES, LOADED_TOL, LOADED_TRIPS, LOADED_WAIT_NS,
+                   L2Figure)
 from .state import ChainError, MovementGpu, passes
 
 if TYPE_CHECKING:

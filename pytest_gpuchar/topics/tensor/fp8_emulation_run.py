@@ -112,9 +112,9 @@ def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured
     stable = [p for p in run.points if not p.unstable]
     top = max(stable, key=lambda p: p.throughput) if stable else None
     out = [_figure(f"{r.key}.accumulate_chain_cycles", base.latency, base.lat_spread,
-                   base.lat_why, "cycles/op", "1 warp, one chain: cycles per op of a C-dependent chain (C "
-                   "enters only the 4 FADD; the HMMAs of consecutive ops are independent); "
-                   + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
+                   base.lat_why, "cycles/op", "1 warp, one chain: cycles per op of a C-dependent "
+                   "chain (C enters only the 4 FADD; the HMMAs of consecutive ops are "
+                   "independent); " + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
     grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
     if top is None:   # reported, flagged: the best point, with why none could be trusted
         best = max(run.points, key=lambda p: p.throughput)
