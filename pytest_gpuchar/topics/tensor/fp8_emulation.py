@@ -23,15 +23,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core import ptx, sass, toolchain
-from ...core.loop import verify_loop
+from ...core import ptx, toolchain
 from ...core.probe import NotApplicable, Probe
 from ...core.ptx import Registers
-from ...core.verify import ProbeInvalid
 from . import operands
 from .analysis import SweepPoint, fit_point
 from .kernels import timed_kernel
-from .probes import TensorProbe, loop_body, without_filler
+from .probes import TensorProbe
 from .rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
 
 ARCH = "sm_90"
@@ -133,23 +131,10 @@ class EmulationProbe(TensorProbe):
         kind = f"{self.row.in_type}x4"
         return operands.draw_regs(kind, self.smem_words, rng).astype(np.uint32)
 
-    def verify_regions(self, regions, functions):
-        (key, entry), = self.entries.items()
-        if entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS")
-        func = without_filler(functions[entry])
+    def loop_unit(self, key: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        """Each opcode of the emulation sequence, its count per op x the ops per trip."""
         per_op = sass_per_op(self.row.in_type)
-        ops = self.ops[key]
-        v = verify_loop(self.name, self.arch, tuple(op for op, _ in per_op),
-                        tuple(c * ops for _, c in per_op), func, ops=ops)
-        body = loop_body(func)
-        depth = sass.dependence_depth(body)
-        if depth < self.steps:
-            raise ProbeInvalid(
-                f"probe invalid: {self.name}: the loop body's dependence depth is {depth} "
-                f"instructions, less than the {self.steps} chained ops per trip\n"
-                f"{sass.format_listing(body)}")
-        return v
+        return tuple(op for op, _ in per_op), tuple(c * self.ops[key] for _, c in per_op)
 
     def snapshot_header(self, tool: toolchain.Tool) -> str:
         seq = " + ".join(f"{c} x {op}" for op, c in sass_per_op(self.row.in_type))

@@ -159,6 +159,11 @@ class TensorProbe(Probe):
             out[key] = sass.timed_region(func) if len(sass.clock_groups(func)) >= 2 else []
         return out
 
+    def loop_unit(self, key: int) -> tuple[tuple[str, ...] | None, int | tuple[int, ...]]:
+        """(SASS patterns, instructions of each per trip) the loop of kernel `key` must hold:
+        the row's tensor instruction, per_op per PTX op."""
+        return self.unit, self.ops[key] * self.per_op
+
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> TensorVerdict:
         """One counted loop per kernel (core.loop.verify_loop: exactly steps*ILP*per_op
@@ -166,9 +171,9 @@ class TensorProbe(Probe):
         is at least `steps` dependent instructions deep."""
         (key, entry), = self.entries.items()
         func = _function(self, key, functions)
-        count = self.ops[key] * self.per_op
+        unit, count = self.loop_unit(key)
         func = without_filler(func)
-        v = verify_loop(self.name, self.arch, self.unit, count, func)
+        v = verify_loop(self.name, self.arch, unit, count, func, ops=self.ops[key] * self.per_op)
         body = loop_body(func)
         depth = sass.dependence_depth(body)
         if depth < self.steps:
