@@ -13,7 +13,7 @@ from ...core.build import Group
 from ...core.fit import Fit
 from ...results.judge import Measured, Measurement
 from . import fp8_emulation as fe
-from .launch import Job, launch_all
+from .launch import launch_all, launchable
 from . import wgmma_depth_analysis as wa
 from . import wgmma_depth_run
 from .probes import WARP
@@ -53,18 +53,10 @@ def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
 def launch(gpu: "Gpu", p: fe.EmulationProbe, compiled, reps: int, skipped: dict) -> dict:
     """{warps: {trips: [(starts, ends) per repeat]}} for every warp count the kernel's
     registers allow (the others: `skipped`, warps -> why)."""
-    jobs = []
-    fn = compiled.function(p.entries[p.steps])
-    limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
-    for threads, key in p.launches():
-        if threads > limit:
-            skipped[threads // WARP] = (
-                f"{threads} threads exceed the kernel's limit {limit} (registers)")
-            continue
-        jobs.append(Job(p, threads, key, p.trips(threads, key)))
     refused: dict = {}
-    res = launch_all(gpu, jobs, compiled, repeats=reps, skipped=refused)
-    skipped.update({threads // WARP: why for (_, threads), why in refused.items()})
+    res = launch_all(gpu, launchable([p], compiled, refused), compiled, repeats=reps,
+                     skipped=refused)
+    skipped.update({warps: why for (_, warps), why in refused.items()})
     return {threads // WARP: raw for (_, threads, _), raw in res.items()}
 
 

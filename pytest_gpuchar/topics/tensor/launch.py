@@ -28,13 +28,29 @@ class Job:
     trips: tuple[int, ...]
 
 
+def launchable(ps: list[TensorProbe], compiled: "Compiled", skipped: dict) -> list[Job]:
+    """Every launch set of these probes that the kernel's register use allows; the others go
+    to `skipped` by (probe name, warps)."""
+    jobs = []
+    for p in ps:
+        for threads, key in p.launches():
+            fn = compiled.function(p.entries[key])
+            limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
+            if threads > limit:
+                skipped[(p.name, threads // WARP)] = (
+                    f"{threads} threads exceed the kernel's limit of {limit} (registers)")
+                continue
+            jobs.append(Job(p, threads, key, p.trips(threads, key)))
+    return jobs
+
+
 def launch_all(gpu: "Gpu", jobs: list[Job], compiled: "Compiled", *, repeats: int,
                skipped: dict) -> dict:
     """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
     warp). Every launch of every job first (one stream; per trip count 1 + `repeats`
     launches, the warm-up dropped), one wait under the watchdog, then one copy back per
     buffer. A launch the kernel's resources refuse (registers x threads) is reported in
-    `skipped` by (probe name, threads)."""
+    `skipped` by (probe name, warps)."""
     import cupy as cp
     pending, keep = [], []   # input buffers stay alive until the launches have run
     for job in jobs:
@@ -54,7 +70,7 @@ def launch_all(gpu: "Gpu", jobs: list[Job], compiled: "Compiled", *, repeats: in
                            repeats, name=p.name)
                 outs[trips] = out
         except LaunchRefused as e:
-            skipped[(p.name, job.threads)] = f"launch refused: {e.__cause__}"
+            skipped[(p.name, job.threads // WARP)] = f"launch refused: {e.__cause__}"
             continue
         pending += [(p.name, job.threads, job.key, t, out) for t, out in outs.items()]
     gpu.wait("tensor sweep")

@@ -16,11 +16,10 @@ from ...core.jit import JITError
 from ...core.probe import Probe
 from ...core.verify import ProbeInvalid
 from . import analysis, clock_load_run, fp8_emulation_run, kernels, tcgen05, wgmma_depth_run
-from .launch import Job, launch_all
-from .probes import WARP, TensorProbe, Unsupported, check_wgmma_log, never_executed
+from .launch import launch_all, launchable
+from .probes import TensorProbe, Unsupported, check_wgmma_log, never_executed
 
 if TYPE_CHECKING:
-    from ...core.jit import Compiled
     from ...session import GpuCharSession
 
 SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
@@ -125,21 +124,6 @@ def _verify_all(ps: list[TensorProbe], functions: dict, out: Sweep) -> list[Tens
     return good
 
 
-def _jobs(ps: list[TensorProbe], compiled: "Compiled", out: Sweep) -> list[Job]:
-    """Every launch set of the sweep that the kernel's register use allows."""
-    jobs = []
-    for p in ps:
-        for threads, key in p.launches():
-            fn = compiled.function(p.entries[key])
-            limit = int(getattr(fn, "max_threads_per_block", 1024) or 1024)
-            if threads > limit:
-                out.skipped[(p.name, threads // WARP)] = (
-                    f"{threads} threads exceed the kernel's limit of {limit} (registers)")
-                continue
-            jobs.append(Job(p, threads, key, p.trips(threads, key)))
-    return jobs
-
-
 def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
     """JIT the sweep's parts (a part the driver rejects fails the sweep), verify: jobs."""
     dev = session.gpu.dev
@@ -152,7 +136,7 @@ def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
         compiled, functions = session.builds.jit_module(dev, text, name)
         out.jit_log += compiled.info_log
         good = _verify_all(part, functions, out)
-        jobs += [(job, compiled) for job in _jobs(good, compiled, out)]
+        jobs += [(job, compiled) for job in launchable(good, compiled, out.skipped)]
     return jobs
 
 
@@ -178,7 +162,7 @@ def _link_wgmma(session: "GpuCharSession", arch: str, out: Sweep) -> list:
         out.wgmma_error = str(e)
         return []
     good = _verify_all(part, functions, out)
-    return [(job, compiled) for job in _jobs(good, compiled, out)]
+    return [(job, compiled) for job in launchable(good, compiled, out.skipped)]
 
 
 def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
@@ -189,9 +173,7 @@ def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
     for job, comp in jobs:
         by_module.setdefault(id(comp), [comp, []])[1].append(job)
     for comp, js in by_module.values():
-        refused: dict = {}
-        raw.update(launch_all(session.gpu, js, comp, repeats=repeats, skipped=refused))
-        out.skipped.update({(n, t // WARP): why for (n, t), why in refused.items()})
+        raw.update(launch_all(session.gpu, js, comp, repeats=repeats, skipped=out.skipped))
     for job, _ in jobs:
         p, got = job.probe, raw.get((job.probe.name, job.threads, job.key))
         if got is None:
