@@ -15,7 +15,7 @@ from . import analysis, plots, streams
 from .rows import (BLOCK, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK, SHARED_PEAK_SOURCE,
                    STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS, Level, Region,
                    Stream, StreamRow, TmaBwRow, hbm_peak)
-from .state import MovementGpu
+from .state import GROW, MovementGpu, round_up
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -43,22 +43,52 @@ def once(session: "GpuCharSession", key: tuple, make):
 
 
 def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: int,
-                   trips: tuple[int, ...], args: Callable, block: int = BLOCK,
-                   cluster: int | None = None, flush: bool = False
+                   trips: tuple[int, ...], args: Callable, source, block: int = BLOCK,
+                   cluster: int | None = None, flush: bool = False, offsets: tuple = (0,)
                    ) -> dict[int, list[list[analysis.Window]]]:
     """Launch the stream kernel 1 + repeats times per trip count (trip counts interleaved,
     the L2 evicted before each launch when `flush`), one batch; trip -> per repeat (warm-up
-    dropped) the CTAs' windows."""
+    dropped) the CTAs' windows. `args(out, trips, src)`: the kernel's arguments, `src` the
+    `source` buffer shifted by `offsets[r mod len(offsets)]` bytes in repeat r. With several
+    offsets (`placements`) each repeat reads its data from another place of the buffer, first
+    brought into the L2 by a launch of its own."""
     fn = s.function(probe, trips[0])
     outs = {t: [s.records((grid * 32 * 6,)) for _ in range(s.repeats + 1)] for t in trips}
+    scratch = s.records((grid * 32 * 6,)) if len(offsets) > 1 else None
     for r in range(s.repeats + 1):
+        src = shifted(source, offsets[r % len(offsets)])
+        if scratch is not None:
+            s.launch(fn, (grid,), (block,), args(scratch, trips[-1], src), name=name,
+                     cluster=cluster, shared_mem=smem)
         for t in trips:
             if flush:
                 s.flush_l2()
-            s.launch(fn, (grid,), (block,), args(outs[t][r], t), name=name, cluster=cluster,
-                     shared_mem=smem)
+            s.launch(fn, (grid,), (block,), args(outs[t][r], t, src), name=name,
+                     cluster=cluster, shared_mem=smem)
     s.wait(name)
     return {t: [analysis.windows(o.get(), grid) for o in outs[t][1:]] for t in trips}
+
+
+def shifted(buf, offset: int):
+    """The buffer from byte `offset` on (a view: the kernel gets its address + offset)."""
+    return buf[offset // 8:] if offset else buf
+
+
+PLACES = ("the launches of repeat r read from place r mod {n} of the buffer (each place past "
+          "the last one's bytes, on a 2 MiB boundary; read once untimed first)")
+TMA_L2_BYTES = 2 * 2 * TMA_STAGE      # each CTA's L2-resident source of the TMA rows
+
+
+def placements(s: MovementGpu, span: int) -> tuple[int, ...]:
+    """Byte offsets into the big buffer for the repeats of an L2-resident stream whose
+    launch reads `span` bytes: one per repeat (as many as fit), 2 MiB-aligned. Where the data
+    lies decides which L2 slices serve it: in one process on an H100 the TMA L2 plateau read
+    0.2-1.3% apart at five places of one buffer while one place repeated within 0.4%, so one
+    place's figure is not the board's. The median over places is the figure and their
+    spread its spread."""
+    stride = round_up(span, GROW)
+    count = max(1, min(s.repeats, s.big_bytes // stride))
+    return tuple(k * stride for k in range(count))
 
 
 def stream_measurement(s: MovementGpu, probe: Probe, key: str, figs: analysis.StreamFigures,
@@ -101,10 +131,12 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
     s.built(probe)
     slice_, mask = _layout(s, row)
     big, dst = s.big(), s.dst()
+    offsets = placements(s, s.sms * row.region_bytes) if row.level is Level.L2 else (0,)
     runs = stream_windows(s, probe, name=probe.name, grid=s.sms, smem=_smem(s, row),
-                          trips=row.trips, flush=row.level is Level.DRAM,
-                          args=lambda out, t: (out, big, dst, np.uint64(slice_), np.uint32(t),
-                                               np.uint32(mask)))
+                          trips=row.trips, flush=row.level is Level.DRAM, source=big,
+                          offsets=offsets,
+                          args=lambda out, t, src: (out, src, dst, np.uint64(slice_),
+                                                    np.uint32(t), np.uint32(mask)))
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
     return analysis.stream_figures(runs, {t: moved * t * row.unroll * row.width * BLOCK
                                           for t in row.trips},
@@ -151,9 +183,13 @@ def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) ->
     s = state(session)
     probe = streams.stream_probe(row, arch)
     figs = stream_figures(session, row, arch)
+    extra = ""
+    if row.level is Level.DRAM:
+        extra = f"; {figs.gbps.value:.0f} GB/s whole GPU (%globaltimer)"
+    elif row.level is Level.L2:
+        extra = "; " + PLACES.format(n=len(placements(s, s.sms * row.region_bytes)))
     measured = stream_measurement(s, probe, f"movement.bandwidth.{row.id}.per_sm", figs, row,
-                                  extra=f"; {figs.gbps.value:.0f} GB/s whole GPU "
-                                        f"(%globaltimer)" if row.level is Level.DRAM else "")
+                                  extra=extra)
     # the sum carries the per-SM rate's relative scatter over the launches (a nightly's noise:
     # an H100's device-memory copy summed 1520 then 1459 B/clk, its per-SM launches 8% apart)
     share = figs.per_sm.spread / figs.per_sm.value if figs.per_sm.value else 0.0
@@ -197,13 +233,13 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
     probe = streams.tma_stream_probe(row.size, arch)
     s.built(probe)
     dram = row.level is Level.DRAM
-    slice_, mask = (s.slice_bytes(), 0xFFFFFFFF) if dram else (2 * 2 * TMA_STAGE,
-                                                              2 * 2 * TMA_STAGE - 1)
+    slice_, mask = (s.slice_bytes(), 0xFFFFFFFF) if dram else (TMA_L2_BYTES, TMA_L2_BYTES - 1)
     big = s.big()
     runs = stream_windows(s, probe, name=f"{probe.name}/{row.level.value}", grid=s.sms,
                           block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
-                          args=lambda out, t: (out, big, big, np.uint64(slice_), np.uint32(t),
-                                               np.uint32(mask)))
+                          source=big, offsets=(0,) if dram else placements(s, s.sms * slice_),
+                          args=lambda out, t, src: (out, src, src, np.uint64(slice_),
+                                                    np.uint32(t), np.uint32(mask)))
     return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS},
                                    spread_rel=RATE_SPREAD_REL[row.level])
 
@@ -224,7 +260,8 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
     figs = tma_bw_figures(session, row, arch)
     probe = streams.tma_stream_probe(row.size, arch)
     where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
-             if row.level is Level.DRAM else "128 KiB per CTA (L2-resident)")
+             if row.level is Level.DRAM else "128 KiB per CTA (L2-resident); " + PLACES.format(
+                 n=len(placements(s, s.sms * TMA_L2_BYTES))))
     return Measured(Measurement.of_fit(
         f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,

@@ -127,8 +127,8 @@ def dsm_bandwidth(session: "GpuCharSession", c: int, arch: str) -> Measured:
         grid = s.launcher.clusters(fn, name, c, (1024,), smem) * c
         big = s.big()
         runs = stream_windows(s, probe, name=name, grid=grid, smem=smem, cluster=c,
-                              trips=row.trips, args=lambda out, t: (
-                                  out, big, big, np.uint64(0), np.uint32(t),
+                              trips=row.trips, source=big, args=lambda out, t, src: (
+                                  out, src, src, np.uint64(0), np.uint32(t),
                                   np.uint32(SHARED_REGION - 1)))
         return analysis.stream_figures(runs, {t: t * row.unroll * row.width * 1024
                                               for t in row.trips}), grid

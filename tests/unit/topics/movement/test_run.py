@@ -16,7 +16,7 @@ from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.core import driver as drv
-from pytest_gpuchar.topics.movement import rows, run
+from pytest_gpuchar.topics.movement import bandwidth, rows, run
 from pytest_gpuchar.topics.movement.layouts import TENSOR2D_WIDTH
 from pytest_gpuchar.topics.movement.rows import DSM_STREAM, STREAMS, TMA_STAGE, Level, Mechanism
 from pytest_gpuchar.topics.movement.state import ChainError, MovementGpu
@@ -333,6 +333,52 @@ def test_tma_sizes_knee_and_multicast(gpu, artifact, tmp_path):
     mc = run.multicast(gpu, rows.MulticastRow(2, True), ARCH).figures[0]
     sep = run.multicast(gpu, rows.MulticastRow(2, False), ARCH).figures[0]
     assert (mc.value, sep.value) == (pytest.approx(900.0), pytest.approx(1200.0))
+
+
+def _source_launches(gpu, measure) -> list[tuple[int, int]]:
+    """(trip count, source offset in bytes from the big buffer) of every launch `measure`
+    makes."""
+    sim = gpu.runs.once(("movement", "state"), None)
+    base = sim.big().__array_interface__["data"][0]
+    seen, launch = [], sim.launch
+
+    def spy(fn, grid, block, args, **kw):
+        seen.append((int(args[4]), args[1].__array_interface__["data"][0] - base))
+        return launch(fn, grid, block, args, **kw)
+    sim.launch = spy
+    measure()
+    sim.launch = launch
+    return seen
+
+
+@pytest.mark.parametrize("which", ["tma_l2", "l2", "cp_async_cg", "tma_dram", "dram_read"])
+def test_l2_streams_take_each_repeat_from_another_place(gpu, which):
+    """An L2-resident stream's repeats read from as many places of the big buffer as there
+    are repeats, each place first read by a launch of its own (its lines in the L2 before a
+    timed launch); device-memory streams keep their slices."""
+    sim = gpu.runs.once(("movement", "state"), None)
+    if which.startswith("tma"):
+        row = rows.TmaBwRow(Level.L2 if which == "tma_l2" else Level.DRAM, 4096)
+        trips, span = rows.TMA_TRIPS, SMS * 4 * TMA_STAGE
+        seen = _source_launches(gpu, lambda: bandwidth.measure_tma_bw(sim, row, ARCH))
+    else:
+        row = STREAMS[rows.Stream(which)]
+        trips, span = row.trips, SMS * row.region_bytes
+        seen = _source_launches(gpu, lambda: bandwidth.measure_stream(sim, row, ARCH))
+    if which in ("tma_dram", "dram_read"):
+        assert {off for _, off in seen} == {0} and len(seen) == (sim.repeats + 1) * len(trips)
+        return
+    per_repeat = len(trips) + 1
+    assert len(seen) == (sim.repeats + 1) * per_repeat
+    places = []
+    for r in range(sim.repeats + 1):
+        launches = seen[r * per_repeat:(r + 1) * per_repeat]
+        assert [t for t, _ in launches] == [trips[-1], *trips]     # the warm-up, then timed
+        assert len({off for _, off in launches}) == 1
+        places.append(launches[0][1])
+    assert len(set(places[1:])) == sim.repeats        # every timed repeat at its own place
+    assert all(off % (2 << 20) == 0 for off in places)
+    assert max(places) + span <= sim.big_bytes
 
 
 def test_async_rows(gpu):
