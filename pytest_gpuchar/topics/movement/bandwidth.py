@@ -12,8 +12,8 @@ import numpy as np
 from ...core.probe import NotApplicable, Probe
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
-from .rows import (BLOCK, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK, SHARED_PEAK_SOURCE,
-                   STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS, Level, Region,
+from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK,
+                   SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS, Level, Region,
                    Stream, StreamRow, TmaBwRow, hbm_peak)
 from .state import GROW, MovementGpu, round_up
 
@@ -44,18 +44,20 @@ def once(session: "GpuCharSession", key: tuple, make):
 
 def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: int,
                    trips: tuple[int, ...], args: Callable, source, block: int = BLOCK,
-                   cluster: int | None = None, flush: bool = False, offsets: tuple = (0,)
-                   ) -> dict[int, list[list[analysis.Window]]]:
-    """Launch the stream kernel 1 + repeats times per trip count (trip counts interleaved,
+                   cluster: int | None = None, flush: bool = False, offsets: tuple = (0,),
+                   repeats: int | None = None) -> dict[int, list[list[analysis.Window]]]:
+    """Launch the stream kernel 1 + `repeats` (default the session's) times per trip count
+    (trip counts interleaved,
     the L2 evicted before each launch when `flush`), one batch; trip -> per repeat (warm-up
     dropped) the CTAs' windows. `args(out, trips, src)`: the kernel's arguments, `src` the
     `source` buffer shifted by `offsets[r mod len(offsets)]` bytes in repeat r. With several
     offsets (`placements`) each repeat reads its data from another place of the buffer, first
     brought into the L2 by a launch of its own."""
     fn = s.function(probe, trips[0])
-    outs = {t: [s.records((grid * 32 * 6,)) for _ in range(s.repeats + 1)] for t in trips}
+    reps = repeats or s.repeats
+    outs = {t: [s.records((grid * 32 * 6,)) for _ in range(reps + 1)] for t in trips}
     scratch = s.records((grid * 32 * 6,)) if len(offsets) > 1 else None
-    for r in range(s.repeats + 1):
+    for r in range(reps + 1):
         src = shifted(source, offsets[r % len(offsets)])
         if scratch is not None:
             s.launch(fn, (grid,), (block,), args(scratch, trips[-1], src), name=name,
@@ -67,6 +69,12 @@ def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: 
                      cluster=cluster, shared_mem=smem)
     s.wait(name)
     return {t: [analysis.windows(o.get(), grid) for o in outs[t][1:]] for t in trips}
+
+
+def repeats_for(s: MovementGpu, level: Level) -> int:
+    """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
+    scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
+    return max(s.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM else s.repeats
 
 
 def shifted(buf, offset: int):
@@ -96,7 +104,7 @@ def stream_measurement(s: MovementGpu, probe: Probe, key: str, figs: analysis.St
     """The per-SM figure (B/clk/SM) with the whole-GPU figures in its data."""
     method = METHOD_STREAM.format(threads=BLOCK, ctas=len(figs.sms), unroll=row.unroll,
                                   op=OPS[row.kind], trips=list(trips or row.trips),
-                                  reps=s.repeats, extra=extra)
+                                  reps=repeats_for(s, row.level), extra=extra)
     data = {"gpu_bytes_per_clk": round(figs.gpu_bytes_per_clk, 2),
             "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
             "sms": len(figs.sms), "sass_unit": s.unit(probe),
@@ -134,7 +142,7 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
     offsets = placements(s, s.sms * row.region_bytes) if row.level is Level.L2 else (0,)
     runs = stream_windows(s, probe, name=probe.name, grid=s.sms, smem=_smem(s, row),
                           trips=row.trips, flush=row.level is Level.DRAM, source=big,
-                          offsets=offsets,
+                          offsets=offsets, repeats=repeats_for(s, row.level),
                           args=lambda out, t, src: (out, src, dst, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
@@ -238,6 +246,7 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
     runs = stream_windows(s, probe, name=f"{probe.name}/{row.level.value}", grid=s.sms,
                           block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
                           source=big, offsets=(0,) if dram else placements(s, s.sms * slice_),
+                          repeats=repeats_for(s, row.level),
                           args=lambda out, t, src: (out, src, src, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
     return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS},
@@ -265,7 +274,8 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
     return Measured(Measurement.of_fit(
         f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
-                                    where=where, trips=list(TMA_TRIPS), reps=s.repeats),
+                                    where=where, trips=list(TMA_TRIPS),
+                                    reps=repeats_for(s, row.level)),
         data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": s.unit(probe),
               "tolerance": {"abs": 0.0, "rel": RATE_TOL_REL[row.level]}}), sass=s.sass(probe),
         checks=figs.checks)

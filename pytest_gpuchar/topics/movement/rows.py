@@ -29,7 +29,6 @@ LINE = 128                        # bytes per chain element (one L2 line)
 TMA_BYTES = 1024                  # bytes per transfer of the TMA latency chains
 DSM_SLOTS = 64                    # chain elements in each CTA's shared memory
 L2_LINES = 160                    # lines of the heatmap (> SM count: staggered, no sharing)
-TMA_DRAM_BLOCKS = 8192            # distinct 1 KiB blocks of a device-memory TMA chain
 TMA_L2_BLOCKS = 32                # blocks of an L2-resident TMA chain (walked warm first)
 
 
@@ -307,6 +306,12 @@ LOADED_SHARES = (0, 12, 25, 50, 100)    # percent of the other SMs streaming
 LOADED_TRIPS = 256                      # streamer iterations (each 64 KiB per CTA)
 LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the streamers
 DRAM_REPEATS = 15        # device-memory chains: every load a different line, more launches
+# the TMA device-memory chains: per-launch slopes scatter 11-18% (H100), so a median of 15 moved
+# 0.3-2.1% night to night, as sampling predicts; 60 launches (each transfer a block of its own)
+TMA_DRAM_REPEATS = 60
+# device-memory streams: per-launch rates scatter 2-6% (H100), so a median of 7 launches moved
+# 0.8-1.6% night to night (the whole GPU's write rate); 28 launches halve that
+DRAM_STREAM_REPEATS = 28
 # the loaded chase: per-launch slopes scatter 10-20% under streaming load (H100), and with 15
 # launches the median moved 1-4% night to night; 60 launches halve that (about 1 s a night)
 LOADED_REPEATS = 60

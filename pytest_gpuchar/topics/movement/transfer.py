@@ -13,8 +13,8 @@ from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
-from .rows import (DRAM_TOL, LATENCY_TOL, ASYNC_LENGTHS, DRAM_REPEATS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
-                   MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_BLOCKS, TMA_L2_BLOCKS,
+from .rows import (DRAM_TOL, LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
+                   MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from .state import ChainError, MovementGpu, passes
 
@@ -30,8 +30,8 @@ WHAT = {Mechanism.PLAIN: "one warp's ld.global.cg.v4 (32 B per thread)",
         Mechanism.TENSOR2D: "cp.async.bulk.tensor.2d (u32, box 64 x 4 of a 4 KiB-pitch tensor), "
                             "completion on an mbarrier"}
 WHERE = {Level.L2: f"{TMA_L2_BLOCKS} blocks in the L2 (walked once before)",
-         Level.DRAM: f"{TMA_DRAM_BLOCKS} random blocks of a buffer >= 4 x L2, the L2 evicted "
-                     f"first, no block visited twice"}
+         Level.DRAM: "a random block of a buffer >= 4 x L2 per transfer, the L2 evicted "
+                     "first, no block visited twice"}
 
 
 def state(session: "GpuCharSession") -> MovementGpu:
@@ -70,12 +70,22 @@ def _tensor_map(s: MovementGpu, mech: Mechanism, big):
                                           (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
 
 
-def _prepare_chain(s: MovementGpu, row: TmaRow, big) -> Chain:
+def tma_repeats(s: MovementGpu, row: TmaRow) -> tuple[int, int]:
+    """(launches, chain blocks) of a TMA latency row. Device memory: TMA_DRAM_REPEATS launches
+    (fewer only where the buffer holds too few blocks), every transfer a block of its own."""
+    if row.level is not Level.DRAM:
+        return s.repeats, TMA_L2_BLOCKS
+    per_launch = int(passes()) * sum(TMA_LENGTHS)
+    fit = (layouts.tma_capacity(row.mechanism, s.big_bytes) - 8) // per_launch - 1
+    reps = max(s.repeats, min(TMA_DRAM_REPEATS, fit))
+    return reps, (reps + 1) * per_launch + 8
+
+
+def _prepare_chain(s: MovementGpu, row: TmaRow, big, blocks: int) -> Chain:
     mech = row.mechanism
     capacity = layouts.tma_capacity(mech, s.big_bytes)
     dram = row.level is Level.DRAM
-    chain = layouts.block_chain(TMA_DRAM_BLOCKS if dram else TMA_L2_BLOCKS, capacity, TMA_BYTES,
-                                s.rng, sparse=dram)
+    chain = layouts.block_chain(blocks, capacity, TMA_BYTES, s.rng, sparse=dram)
     idx, val = layouts.tma_words(mech, chain)
     s.upload(big, idx, val, np.uint32)
     return Chain(chain, mech)
@@ -103,13 +113,13 @@ def _measure_tma(s: MovementGpu, row: TmaRow, arch: str):
     big = s.big()
     tmap = () if row.mechanism in (Mechanism.PLAIN, Mechanism.BULK) else \
         (_tensor_map(s, row.mechanism, big),)
-    chain = _prepare_chain(s, row, big)
+    reps, blocks = tma_repeats(s, row)
+    chain = _prepare_chain(s, row, big, blocks)
     threads = 32 if row.mechanism is Mechanism.PLAIN else 1
     longest = TMA_LENGTHS[-1]
     keep = warm_chain(s, fns[longest], longest, (1,), (threads,), chain, big, tmap, name) \
         if row.level is Level.L2 else s.flush_l2()
     dram = row.level is Level.DRAM
-    reps = max(s.repeats, DRAM_REPEATS) if dram else s.repeats
     outs, want = {n: s.records((reps + 1, 4)) for n in TMA_LENGTHS}, []
     for r in range(reps + 1):
         for n in TMA_LENGTHS:
@@ -157,7 +167,7 @@ def _measure_multicast(s: MovementGpu, row: MulticastRow):
     smem = s.lone_smem      # one CTA per SM
     s.launcher.clusters(fns[MULTICAST_LENGTHS[0]], name, c, (1,), smem)
     big = s.big()
-    chain = _prepare_chain(s, TmaRow(Mechanism.BULK, Level.L2), big)
+    chain = _prepare_chain(s, TmaRow(Mechanism.BULK, Level.L2), big, TMA_L2_BLOCKS)
     longest = MULTICAST_LENGTHS[-1]
     keep = warm_chain(s, fns[longest], longest, (c,), (1,), chain, big, (), name, cluster=c,
                       records=c * (-(-TMA_L2_BLOCKS // longest) + 1) * 4, shared_mem=smem)

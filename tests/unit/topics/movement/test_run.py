@@ -16,10 +16,10 @@ from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.core import driver as drv
-from pytest_gpuchar.topics.movement import bandwidth, rows, run
+from pytest_gpuchar.topics.movement import bandwidth, rows, run, transfer
 from pytest_gpuchar.topics.movement.layouts import TENSOR2D_WIDTH
 from pytest_gpuchar.topics.movement.rows import DSM_STREAM, STREAMS, TMA_STAGE, Level, Mechanism
-from pytest_gpuchar.topics.movement.state import ChainError, MovementGpu
+from pytest_gpuchar.topics.movement.state import ChainError, MovementGpu, passes
 
 ARCH = "sm_90"
 SMS = 8
@@ -310,6 +310,25 @@ def test_tma_latency_rows_walk_their_chains(gpu):
         assert f.value == pytest.approx(TMA_LAT[row.mechanism]) and not m.checks
 
 
+def test_tma_device_memory_chains_take_a_block_per_transfer(gpu):
+    """A device-memory TMA row runs TMA_DRAM_REPEATS launches (their slopes scatter 11-18%:
+    the median of 15 moved up to 2% night to night) over a chain with a block for every
+    transfer of every launch; where the buffer is too small, as many launches as fit."""
+    sim = gpu.runs.once(("movement", "state"), None)
+    per_launch = int(passes()) * sum(rows.TMA_LENGTHS)
+    for mech in Mechanism:
+        row = rows.TmaRow(mech, Level.DRAM)
+        reps, blocks = transfer.tma_repeats(sim, row)
+        assert reps == rows.TMA_DRAM_REPEATS and blocks >= (reps + 1) * per_launch
+        f = _one(run.tma_latency(gpu, row, ARCH), f"movement.tma.latency.{row.id}")
+        assert f"median of {reps} launches" in f.method and len(f.data["cycles"][16]) == reps
+    assert transfer.tma_repeats(sim, rows.TmaRow(Mechanism.BULK, Level.L2)) == (
+        sim.repeats, rows.TMA_L2_BLOCKS)
+    small = type("SmallBuffer", (Sim,), {"big_bytes": 4 << 20})()   # 4096 blocks of 1 KiB
+    reps, blocks = transfer.tma_repeats(small, rows.TmaRow(Mechanism.PLAIN, Level.DRAM))
+    assert sim.repeats <= reps < rows.TMA_DRAM_REPEATS and blocks <= small.big_bytes // 1024
+
+
 def test_a_broken_chain_gives_no_number(gpu, monkeypatch):
     monkeypatch.setitem(MODELS, "tma", lambda s, fn, g, b, args: args[0].__setitem__(1, 7))
     with pytest.raises(ChainError, match="did not follow the chain"):
@@ -366,7 +385,9 @@ def test_l2_streams_take_each_repeat_from_another_place(gpu, which):
         trips, span = row.trips, SMS * row.region_bytes
         seen = _source_launches(gpu, lambda: bandwidth.measure_stream(sim, row, ARCH))
     if which in ("tma_dram", "dram_read"):
-        assert {off for _, off in seen} == {0} and len(seen) == (sim.repeats + 1) * len(trips)
+        reps = bandwidth.repeats_for(sim, Level.DRAM)
+        assert {off for _, off in seen} == {0} and len(seen) == (reps + 1) * len(trips)
+        assert reps == rows.DRAM_STREAM_REPEATS
         return
     per_repeat = len(trips) + 1
     assert len(seen) == (sim.repeats + 1) * per_repeat
