@@ -171,13 +171,13 @@ def _measure_loaded(s: MovementGpu, share: int, arch: str):
     s.built(probe)
     fns = {n: s.function(probe, n) for n in LOADED_LENGTHS}
     # as many launches as LOADED_REPEATS asks while no line of the buffer is visited twice
-    fit = (s.big_bytes // LOADED_BLOCK - 8) // (int(passes()) * sum(LOADED_LENGTHS)) - 1
-    reps = max(s.repeats, min(LOADED_REPEATS, fit))
+    capacity = s.big_bytes // LOADED_BLOCK
+    reps, blocks = layouts.fresh_launches(s.repeats, LOADED_REPEATS, capacity,
+                                          int(passes()) * sum(LOADED_LENGTHS))
     k = streamers(share, s.sms)
     big, dst = s.big(), s.dst()
     base = s.address(big)
-    steps = (reps + 1) * int(passes()) * sum(LOADED_LENGTHS)
-    chain = layouts.block_chain(steps + 8, s.big_bytes // LOADED_BLOCK, LOADED_BLOCK, s.rng)
+    chain = layouts.block_chain(blocks, capacity, LOADED_BLOCK, s.rng)
     idx, val = layouts.pointer_words(chain, base)
     s.upload(big, idx, val, np.uint64)
     slice_ = stream_slice(k, s.dev.l2_bytes, s.big_bytes)

@@ -48,6 +48,18 @@ class BlockChain:
         return int(self.order[step % self.count])
 
 
+FRESH_SPARE = 8      # blocks a fresh-block chain holds beyond its launches' steps
+
+
+def fresh_launches(floor: int, want: int, capacity: int, per_launch: int) -> tuple[int, int]:
+    """(timed launches, chain blocks) of a chain whose every step goes to a block of its own
+    (device memory: no block twice): `want` launches after a warm-up, fewer where `capacity`
+    blocks cannot hold them, never fewer than `floor`; `per_launch` steps a launch."""
+    fit = (capacity - FRESH_SPARE) // per_launch - 1
+    reps = max(floor, min(want, fit))
+    return reps, (reps + 1) * per_launch + FRESH_SPARE
+
+
 def block_chain(count: int, capacity: int, block: int, rng: np.random.Generator,
                 sparse: bool = True) -> BlockChain:
     """A cycle through `count` distinct blocks of `block` bytes out of `capacity` blocks: at

@@ -305,7 +305,6 @@ L2_ROWS = tuple(L2Figure)
 LOADED_SHARES = (0, 12, 25, 50, 100)    # percent of the other SMs streaming
 LOADED_TRIPS = 256                      # streamer iterations (each 64 KiB per CTA)
 LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the streamers
-DRAM_REPEATS = 15        # device-memory chains: every load a different line, more launches
 # the TMA device-memory chains: per-launch slopes scatter 11-18% (H100), so a median of 15 moved
 # 0.3-2.1% night to night, as sampling predicts; 60 launches (each transfer a block of its own)
 TMA_DRAM_REPEATS = 60

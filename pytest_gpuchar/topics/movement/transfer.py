@@ -75,10 +75,9 @@ def tma_repeats(s: MovementGpu, row: TmaRow) -> tuple[int, int]:
     (fewer only where the buffer holds too few blocks), every transfer a block of its own."""
     if row.level is not Level.DRAM:
         return s.repeats, TMA_L2_BLOCKS
-    per_launch = int(passes()) * sum(TMA_LENGTHS)
-    fit = (layouts.tma_capacity(row.mechanism, s.big_bytes) - 8) // per_launch - 1
-    reps = max(s.repeats, min(TMA_DRAM_REPEATS, fit))
-    return reps, (reps + 1) * per_launch + 8
+    return layouts.fresh_launches(s.repeats, TMA_DRAM_REPEATS,
+                                  layouts.tma_capacity(row.mechanism, s.big_bytes),
+                                  int(passes()) * sum(TMA_LENGTHS))
 
 
 def _prepare_chain(s: MovementGpu, row: TmaRow, big, blocks: int) -> Chain:

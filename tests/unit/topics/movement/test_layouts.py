@@ -66,6 +66,19 @@ def _read_step(mech: Mechanism, words: np.ndarray, pos: int) -> int:
     return int(words[first]) | int(words[first + 1]) << 32
 
 
+@given(st.integers(1, 20), st.integers(1, 100), st.integers(0, 100_000), st.integers(1, 500))
+def test_fresh_launches_fit_their_chain(floor, want, capacity, per_launch):
+    """A fresh-block chain holds a block for every step of the warm-up and every timed
+    launch; it takes `want` launches when they fit, else as many as fit, never under `floor`."""
+    reps, blocks = layouts.fresh_launches(floor, want, capacity, per_launch)
+    assert blocks == (reps + 1) * per_launch + layouts.FRESH_SPARE
+    assert reps >= floor and (reps <= want or reps == floor)
+    if reps > floor:            # not raised to the floor: it fits
+        assert blocks <= capacity
+    if (want + 1) * per_launch + layouts.FRESH_SPARE <= capacity:
+        assert reps == max(floor, want)
+
+
 @pytest.mark.parametrize("mech", list(Mechanism))
 def test_tma_layouts_read_back_as_the_kernels_read_them(mech):
     nbytes = 4 << 20
