@@ -13,8 +13,8 @@ from ...core.probe import NotApplicable, Probe
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
 from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK,
-                   SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS, Level, Region,
-                   Stream, StreamRow, TmaBwRow, hbm_peak)
+                   SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
+                   Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
 from .state import GROW, MovementGpu, round_up
 
 if TYPE_CHECKING:
@@ -47,12 +47,11 @@ def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: 
                    cluster: int | None = None, flush: bool = False, offsets: tuple = (0,),
                    repeats: int | None = None) -> dict[int, list[list[analysis.Window]]]:
     """Launch the stream kernel 1 + `repeats` (default the session's) times per trip count
-    (trip counts interleaved,
-    the L2 evicted before each launch when `flush`), one batch; trip -> per repeat (warm-up
-    dropped) the CTAs' windows. `args(out, trips, src)`: the kernel's arguments, `src` the
-    `source` buffer shifted by `offsets[r mod len(offsets)]` bytes in repeat r. With several
-    offsets (`placements`) each repeat reads its data from another place of the buffer, first
-    brought into the L2 by a launch of its own."""
+    (trip counts interleaved, the L2 evicted before each launch when `flush`), one batch;
+    trip -> per repeat (warm-up dropped) the CTAs' windows. `args(out, trips, src)`: the
+    kernel's arguments, `src` the `source` buffer shifted by `offsets[r mod len(offsets)]`
+    bytes in repeat r. With several offsets (`placements`) each repeat reads its data from
+    another place of the buffer, first brought into the L2 by a launch of its own."""
     fn = s.function(probe, trips[0])
     reps = repeats or s.repeats
     outs = {t: [s.records((grid * 32 * 6,)) for _ in range(reps + 1)] for t in trips}
@@ -87,14 +86,16 @@ PLACES = ("the launches of repeat r read from place r mod {n} of the buffer (eac
 TMA_L2_BYTES = 2 * 2 * TMA_STAGE      # each CTA's L2-resident source of the TMA rows
 
 
-def placements(s: MovementGpu, span: int) -> tuple[int, ...]:
-    """Byte offsets into the big buffer for the repeats of an L2-resident stream whose
-    launch reads `span` bytes: one per repeat (as many as fit), 2 MiB-aligned. Where the data
-    lies decides which L2 slices serve it: in one process on an H100 the TMA L2 plateau read
-    0.2-1.3% apart at five places of one buffer while one place repeated within 0.4%, so one
-    place's figure is not the board's. The median over places is the figure and their
-    spread its spread."""
-    stride = round_up(span, GROW)
+def placements(s: MovementGpu, level: Level, per_cta: int) -> tuple[int, ...]:
+    """Byte offsets into the big buffer for the repeats of a stream whose CTAs each read
+    `per_cta` bytes from it. L2-resident: one place per repeat (as many as fit), 2 MiB-aligned
+    past each other. Where the data lies decides which L2 slices serve it: in one process on
+    an H100 the TMA L2 plateau read 0.2-1.3% apart at five places of one buffer while one
+    place repeated within 0.4%, so one place's figure is not the board's. The median over
+    places is the figure and their spread its spread. Other levels: one place (0)."""
+    if level is not Level.L2:
+        return (0,)
+    stride = round_up(s.sms * per_cta, GROW)
     count = max(1, min(s.repeats, s.big_bytes // stride))
     return tuple(k * stride for k in range(count))
 
@@ -139,10 +140,10 @@ def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.Stream
     s.built(probe)
     slice_, mask = _layout(s, row)
     big, dst = s.big(), s.dst()
-    offsets = placements(s, s.sms * row.region_bytes) if row.level is Level.L2 else (0,)
     runs = stream_windows(s, probe, name=probe.name, grid=s.sms, smem=_smem(s, row),
                           trips=row.trips, flush=row.level is Level.DRAM, source=big,
-                          offsets=offsets, repeats=repeats_for(s, row.level),
+                          offsets=placements(s, row.level, row.region_bytes),
+                          repeats=repeats_for(s, row.level),
                           args=lambda out, t, src: (out, src, dst, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
@@ -195,7 +196,7 @@ def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) ->
     if row.level is Level.DRAM:
         extra = f"; {figs.gbps.value:.0f} GB/s whole GPU (%globaltimer)"
     elif row.level is Level.L2:
-        extra = "; " + PLACES.format(n=len(placements(s, s.sms * row.region_bytes)))
+        extra = "; " + PLACES.format(n=len(placements(s, row.level, row.region_bytes)))
     measured = stream_measurement(s, probe, f"movement.bandwidth.{row.id}.per_sm", figs, row,
                                   extra=extra)
     # the sum carries the per-SM rate's relative scatter over the launches (a nightly's noise:
@@ -245,7 +246,7 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
     big = s.big()
     runs = stream_windows(s, probe, name=f"{probe.name}/{row.level.value}", grid=s.sms,
                           block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
-                          source=big, offsets=(0,) if dram else placements(s, s.sms * slice_),
+                          source=big, offsets=placements(s, row.level, TMA_L2_BYTES),
                           repeats=repeats_for(s, row.level),
                           args=lambda out, t, src: (out, src, src, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
@@ -270,7 +271,7 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
     probe = streams.tma_stream_probe(row.size, arch)
     where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
              if row.level is Level.DRAM else "128 KiB per CTA (L2-resident); " + PLACES.format(
-                 n=len(placements(s, s.sms * TMA_L2_BYTES))))
+                 n=len(placements(s, row.level, TMA_L2_BYTES))))
     return Measured(Measurement.of_fit(
         f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
