@@ -220,6 +220,30 @@ def plateaus(footprints: list[int], latency: list[float], *, rel: float = 0.08,
     return merged
 
 
+# A cache hit's latency repeats within about 1% from point to point of a plateau (H100 near L2:
+# 267-287 cycles within each night); a point at its upper end more than 3% above its level is a
+# point where part of the chain already misses: the capacity lies below it
+EDGE_REL = 0.03
+
+
+def without_rising_edge(p: Plateau, footprints: list[int], latency: list[float], *,
+                        rel: float = EDGE_REL, abs_tol: float = 4.0) -> Plateau:
+    """The plateau without the points at its upper end that stand above its level by more
+    than max(rel x level, abs_tol). `plateaus` groups points within 8% (a device-memory
+    plateau scatters that much), which can take the first partial-miss point of a cache
+    level for a hit (H100 near L2: 25.4 MiB read 291-302 cycles over a level of 268-285 on
+    some nights and 297-350 on others, so the near capacity flipped between 20.2 and 25.4
+    MiB)."""
+    lat = np.asarray(latency, dtype=float)
+    last = p.last
+    while last > p.first and lat[last] - p.latency > max(rel * p.latency, abs_tol):
+        last -= 1
+    if last == p.last:
+        return p
+    return Plateau(p.first, last, float(np.median(lat[p.first:last + 1])), p.lo_bytes,
+                   footprints[last])
+
+
 @dataclass
 class Knee:
     """A capacity: the largest footprint still on the lower plateau (`lo`), the first point

@@ -15,8 +15,8 @@ from ...core.probe import Probe
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import ChainError, Layout, random_layout, sequential_layout
-from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STRIDES, BankRow, Kind, Space,
-                   Warm)
+from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_REPEATS, STRIDES,
+                   BankRow, Kind, Space, Warm)
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -208,15 +208,18 @@ class Curve:
                 "smids": self.smids}
 
 
-def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS) -> Curve:
+def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS,
+              deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
-    of Geometry.sweep(): the cache staircase."""
+    of Geometry.sweep(): the cache staircase. `repeats` launches per point walked before
+    every launch (the L1 footprints), `deep_repeats` for the L2 and device-memory points,
+    whose per-launch slopes scatter more."""
     probe = kernels.chase_probe("ca", s.dev.arch, Kind.CHAIN)
     fps, lat, spread, smids, warms = [], [], [], set(), []
     for f in s.geo.sweep():
         lay = random_layout(f, LINE, seed=f % 9973)
         w = s.geo.sweep_warm(f)
-        run = s.chase(probe, lay, repeats=repeats, warm=w)
+        run = s.chase(probe, lay, repeats=repeats if w == Warm.EVERY else deep_repeats, warm=w)
         fitted = fit(run.cycles, run.ops)
         fps.append(f)
         lat.append(fitted.value)

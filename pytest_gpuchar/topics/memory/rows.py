@@ -14,6 +14,15 @@ LINE = 128                      # bytes per pointer in random chases: one per 12
 # scatter in the slope within the limit (L2 hits and device memory at 32-64 were not)
 CHAIN_LENGTHS = (32, 64, 128)
 LOOP_STEPS = (32, 64, 128)      # iterations of the timed chase loop
+# Launches of a device-memory row: each timed load goes to a fresh random line, so a launch's
+# 128-load chain scatters 1.1-2.2% and its 32-load chain 2.3-4.2% (H100, six nights); the
+# slope of the medians of 15 launches moved 1.0-2.1% between back-to-back nights, about what
+# that scatter gives, and 60 halve it
+DRAM_REPEATS = 60
+# Launches per staircase point in the L2 and device memory (footprints past 1 MiB): the far-L2
+# plateau is the median of two or three such points, each 3-6% of per-launch scatter; with 3
+# launches it moved 1.5-2.6% between back-to-back nights (H100, six nights)
+STAIRCASE_REPEATS = 25
 SMEM_BYTES = 16384              # static shared array of the shared-memory probes
 
 

@@ -14,9 +14,10 @@ from ...results.judge import Measured, Measurement
 from . import kernels, plots
 from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
                        fill_model_error, human_bytes, knees, last_level_knee, level_layout,
-                       plateaus)
+                       plateaus, without_rising_edge)
 from .chase import Curve, MemoryGpu, fill_sweep, staircase
-from .rows import FILL_MODEL_LIMIT, FLAVOURS, STRIDES, BankRow, Capacity, Kind, Level, Warm
+from .rows import (DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STRIDES, BankRow, Capacity, Kind,
+                   Level, Warm)
 
 if TYPE_CHECKING:
     from ...fixtures import Checked
@@ -83,7 +84,7 @@ def latency(session: "GpuCharSession", level: Level, arch: str) -> Measured:
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, Kind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, Kind.LOOP)
-    reps = max(session.repeats, 15) if level.is_dram else session.repeats
+    reps = max(session.repeats, DRAM_REPEATS) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = s.verified(chain), s.verified(loop)
     run = _once(session, ("chain", level.key),
@@ -249,7 +250,7 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
         raise NotApplicable(f"near/far L2 not separated: the staircase shows {len(ps)} "
                             f"plateaus ({[round(p.latency) for p in ps]} cycles), no distinct "
                             f"far-L2 level; not reported rather than guessed")
-    near, far = ps[1], ps[2]
+    near, far = without_rising_edge(ps[1], sw.footprints, sw.latency), ps[2]
     detail = (f"near L2 {near.latency:.0f} cycles up to {human_bytes(near.hi_bytes)}, far "
               f"{far.latency:.0f} up to {human_bytes(far.hi_bytes)} (SMs {sw.smids}); the far "
               f"plateau may mix far and near hits")
@@ -268,7 +269,7 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
                            data={**data, "tolerance": {"abs": 5, "rel": 0.1}}),
         Measurement("memory.capacity.l2_near", near.hi_bytes, "bytes", method=METHOD_KNEE,
                     detail=detail + f"; near capacity in [{human_bytes(near.hi_bytes)}, "
-                                    f"{human_bytes(sw.footprints[far.first])})", data=data),
+                                    f"{human_bytes(sw.footprints[near.last + 1])})", data=data),
         checks=checks)
 
 

@@ -114,6 +114,31 @@ def test_knees_with_gradual_transition_and_a_far_level():
     assert ks[0].lo <= 192 * 1024 and ks[-1].lo <= 40 * 2**20 < ks[-1].hi
 
 
+# one H100 night's staircase from 8 MiB up (MiB, cycles): the 25.4 MiB point sits 7.8% above
+# the near-L2 level, inside plateaus()' 8% band
+H100_NIGHT = [(8.0, 271), (10.1, 271), (12.7, 270), (16.0, 270), (20.2, 268), (25.4, 291),
+              (32.0, 509), (40.3, 514), (50.8, 560), (64.0, 676), (80.6, 669), (101.6, 680),
+              (128.0, 692), (161.3, 667), (203.2, 682), (256.0, 683)]
+
+
+def test_a_partial_miss_point_is_cut_from_the_upper_end_of_a_plateau():
+    fps = [int(mib * 2**20) for mib, _ in H100_NIGHT]
+    lat = [float(c) for _, c in H100_NIGHT]
+    near = analysis.plateaus(fps, lat)[0]
+    assert near.hi_bytes == fps[5]                 # the 8% band takes 25.4 MiB for a hit
+    cut = analysis.without_rising_edge(near, fps, lat)
+    assert (cut.first, cut.last, cut.hi_bytes) == (0, 4, fps[4])
+    assert cut.latency == 270.0
+
+
+@pytest.mark.parametrize("last", [268.0, 276.0, 240.0])
+def test_a_plateau_within_its_edge_band_is_kept_whole(last):
+    fps = [2**20 * k for k in range(1, 7)]
+    lat = [270.0, 271.0, 270.0, 269.0, 270.0, last]
+    p = analysis.Plateau(0, 5, 270.0, fps[0], fps[5])
+    assert analysis.without_rising_edge(p, fps, lat) is p
+
+
 def test_flat_curve_has_no_knee():
     assert analysis.knees(FPS, [100.0] * len(FPS)) == []
 

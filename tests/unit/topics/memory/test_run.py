@@ -106,6 +106,42 @@ def test_device_memory_row_checks_no_line_is_revisited():
     assert m.figures[0].data["tolerance"]["rel"] == 0.1
 
 
+@pytest.mark.parametrize("key, reps", [("dram_cv", rows.DRAM_REPEATS),
+                                       ("dram_ca", rows.DRAM_REPEATS), ("l2_hit", 7)])
+def test_device_memory_rows_take_their_median_over_more_launches(key, reps):
+    s = _session()
+    asked = []
+
+    def chase(probe, lay, *, repeats, warm):
+        asked.append(repeats)
+        return _run(probe, 600.0, reps=repeats)
+
+    s.runs.once(("memory", "session"), FakeGpuState).chase = chase
+    s.runs.once(("memory", "layout", rows.level(key).footprint.value),
+                lambda: analysis.random_layout(4096, 128, 1))
+    m = run.latency(s, rows.level(key), ARCH)
+    assert asked == [reps, reps] and f"median of {reps} launches" in m.figures[0].method
+
+
+def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
+    from pytest_gpuchar.topics.memory import chase as chase_mod
+    st = FakeGpuState()
+    asked = {}
+
+    def fake_chase(probe, lay, *, repeats, warm):
+        asked[lay] = (repeats, warm)
+        return _run(probe, 100.0, reps=repeats)
+
+    st.chase = fake_chase
+    monkeypatch.setattr(chase_mod, "random_layout", lambda f, line, seed: f)
+    curve = chase_mod.staircase(st)
+    assert curve.footprints == st.geo.sweep() == sorted(asked)
+    for f, (repeats, warm) in asked.items():
+        walked = warm == rows.Warm.EVERY
+        assert walked == (f <= 2**20)
+        assert repeats == (chase_mod.SWEEP_REPEATS if walked else rows.STAIRCASE_REPEATS)
+
+
 def test_bank_row_and_its_half():
     s = _session()
     r4, r2 = rows.BankRow(32, 4), rows.BankRow(32, 2)
@@ -147,6 +183,19 @@ def test_capacities_from_the_staircase():
     assert (far.key, far.value, near.key) == ("memory.latency.l2_far", 300.0,
                                               "memory.capacity.l2_near")
     assert near.value == max(f for f in fp if f <= 20 * 2**20) and near_far.checks == []
+
+
+def test_near_capacity_ends_before_a_partial_miss_point():
+    """A point 6% above the near-L2 level (inside plateaus()' 8% band) is where the chain
+    starts to miss: the capacity is the point before it, bracketed by it."""
+    s = _session()
+    lat = [200.0 * 1.06 if 20 * 2**20 < f <= 21 * 2**20 else v for f, v in zip(FPS, STEPS)]
+    fp = _staircase(s, lat)
+    near = run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, lambda *a: None).figures[1]
+    below = max(f for f in fp if f <= 20 * 2**20)
+    assert near.value == below
+    assert f"near capacity in [{analysis.human_bytes(below)}, " \
+           f"{analysis.human_bytes(fp[fp.index(below) + 1])})" in near.detail
 
 
 def test_near_far_not_separated_is_not_applicable():
