@@ -186,6 +186,7 @@ class L2Map:
     per_sm: list[tuple[float, float] | None]
     spread: dict[str, float]
     one_level: list[int]             # rows whose lines showed a single latency level
+    far_repeats: int = 0             # launches in which some SM showed a far level
 
 
 def l2_map(lat: np.ndarray, per_repeat: list[np.ndarray]) -> L2Map:
@@ -205,10 +206,13 @@ def l2_map(lat: np.ndarray, per_repeat: list[np.ndarray]) -> L2Map:
     mask = np.array([row < s[2] if s else np.ones_like(row, bool)
                      for row, s in zip(lat, splits)])
     reps = [summary(m)[1:] for m in per_repeat]
+    # a launch in which no SM showed a far level has no far figure (NaN), and so neither has
+    # the far level's spread: l2_by_sm reports it unstable with the count
     spread = {"near": float(np.ptp([r[0] for r in reps])) if reps else 0.0,
               "far": float(np.ptp([r[1] for r in reps])) if reps else 0.0}
     return L2Map(near, far, partitions(mask), [s[:2] if s else None for s in splits], spread,
-                 [i for i, s in enumerate(splits) if s is None])
+                 [i for i, s in enumerate(splits) if s is None],
+                 sum(1 for r in reps if r[1] == r[1]))
 
 
 def slopes(dt: dict[int, np.ndarray]) -> np.ndarray:

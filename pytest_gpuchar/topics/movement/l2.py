@@ -144,6 +144,9 @@ def l2_by_sm(session: "GpuCharSession", row: L2Figure, arch: str, artifact) -> M
     spread = m.spread["far" if far else "near"]
     limit = max(1.0, 0.01 * value) if value == value else 0.0
     why = f"per-repeat medians spread {spread:.1f} cycles > {limit:.1f}" if spread > limit else ""
+    if spread != spread:
+        why = (f"a far level in {m.far_repeats} of {s.repeats} launches: its spread over them "
+               f"is unknown")
     return Measured(Measurement(KEYS[row], value, "cycles", spread, why, method=method,
                                 data={**data, "tolerance": dict(LATENCY_TOL)}),
                     sass=s.sass(probe))

@@ -151,6 +151,13 @@ def test_partitions_group_sms_by_their_near_lines():
     assert m.one_level == [] and m.spread["near"] == pytest.approx(0.4, abs=0.01)
 
 
+def test_a_far_level_missing_from_a_launch_leaves_its_spread_unknown():
+    lat = _heat()
+    m = analysis.l2_map(lat, [lat, np.full_like(lat, 300.0), lat + 0.4])
+    assert m.far == pytest.approx(420.0, abs=1.0) and m.far_repeats == 2
+    assert math.isnan(m.spread["far"]) and not math.isnan(m.spread["near"])
+
+
 def test_partitions_tolerate_a_few_disagreeing_lines():
     near = np.zeros((4, 50), bool)
     near[:, :25] = True

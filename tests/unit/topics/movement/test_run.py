@@ -448,6 +448,25 @@ def test_l2_heatmap_rows(gpu, artifact, tmp_path):
     assert (tmp_path / "movement-l2-heatmap-load.png").exists()
 
 
+def test_a_far_level_some_launches_missed_is_unstable(gpu, artifact, monkeypatch):
+    """H100: the far level showed on a few SMs in the median over launches, and in no SM of
+    some launches: the figure's spread over launches is unknown, so it is unstable, not a
+    value a nightly would compare."""
+    from pytest_gpuchar.topics.movement import analysis, l2
+    real = l2.l2_map
+
+    def missing(*a, **kw):
+        m, lat, sms, probe = real(*a, **kw)
+        m = analysis.L2Map(m.near, 302.6, m.groups, m.per_sm, {"near": 0.5, "far": math.nan},
+                           m.one_level[1:], 3)
+        return m, lat, sms, probe
+    monkeypatch.setattr(l2, "l2_map", missing)
+    far = run.l2_by_sm(gpu, rows.L2Figure.FAR, ARCH, artifact).figures[0]
+    assert far.value == 302.6
+    assert far.unstable == f"a far level in 3 of {gpu.repeats} launches: its spread over " \
+                           f"them is unknown"
+
+
 def test_loaded_latency_curve(gpu, artifact, tmp_path):
     for share in rows.LOADED_SHARES:
         f = run.loaded(gpu, share, ARCH, artifact).figures[0]
