@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from ..core import archs
-from ..results.expectations import (ExpectationError, Store, atomic_write, load_file,
-                                    update_arch)
+from ..results.expectations import (ExpectationError, NoiseError, Store, atomic_write,
+                                    declare_noise, load_file, update_arch)
 from ..results.files import ResultsError, read_results
 
 
@@ -37,6 +37,27 @@ def _check(store: Store, files: list[Path]) -> int:
     return 1 if bad else 0
 
 
+def _noise(store: Store, args) -> int:
+    try:
+        arch = archs.validate(args.arch)
+        pairs = [(read_results(a), read_results(b)) for a, b in args.pair]
+    except (archs.UnknownArch, ResultsError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    try:
+        said = declare_noise(arch, pairs, list(dict.fromkeys(args.key)), root=store.root,
+                             device=args.device)
+    except NoiseError as e:
+        print(f"gpuchar-expectations: nothing written: {e}", file=sys.stderr)
+        return 2
+    except (ExpectationError, OSError) as e:
+        print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
+        return 1
+    for key, what in said.items():
+        print(f"{key}: {what}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="gpuchar-expectations",
@@ -59,6 +80,16 @@ def main(argv: list[str] | None = None) -> int:
                         "range they span, instead of this board's value alone")
     u.add_argument("--abs-tol", type=float, default=1.0)
     u.add_argument("--rel-tol", type=float, default=0.05)
+    nz = sub.add_parser("noise", help="declare figures' run-to-run noise from pairs of runs "
+                                      "of one board (the nightly's notes, not changes)")
+    nz.add_argument("--pair", nargs=2, action="append", required=True, type=Path,
+                    metavar=("RUN1", "RUN2"), help="two gpuchar reports of one board "
+                                                   "(repeatable)")
+    nz.add_argument("--arch", required=True)
+    nz.add_argument("--root", dest="update_root", type=Path, default=None)
+    nz.add_argument("--device", help="the entries under devices.<name>")
+    nz.add_argument("--key", action="append", required=True,
+                    help="a characteristic key (repeatable); its entry must exist")
     g = sub.add_parser("generations", help="Markdown table of each characteristic across "
                                            "archs and boards (papers' records, boards measured)")
     g.add_argument("--prefix", action="append", default=[],
@@ -77,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(text, end="")
         return 0
+    if args.cmd == "noise":
+        return _noise(store, args)
     if args.fleet and not args.device:
         print("gpuchar-expectations: --fleet needs --device (a model's boards)", file=sys.stderr)
         return 2

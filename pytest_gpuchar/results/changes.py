@@ -70,6 +70,17 @@ def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
     return abs(b - a) > limit
 
 
+def declared_noise(old: dict, new: dict) -> tuple[float, str] | None:
+    """The run-to-run noise (relative, source) the expectation declares for a figure, from
+    tonight's result or the previous run's, the larger; None when neither declares one."""
+    best = None
+    for r in (new, old):
+        rel = number(r.get("noise_rel"))
+        if rel and (best is None or rel > best[0]):
+            best = (rel, str(r.get("noise_source") or ""))
+    return best
+
+
 def board(r: dict) -> str:
     """The UUID of the GPU that measured a result ('' when the result does not say)."""
     prov = r.get("provenance")
@@ -152,10 +163,17 @@ def compare(current: list[dict], previous: list[dict] | None, *,
             continue
         if moved(p, r, noise_rel):
             boards = other_board(p, r)
+            declared = declared_noise(p, r)
             if boards and st == pst == "pass":
                 changes.append(Change("value", "note", detail=(
                     f"another board ({boards[0][:12]} -> {boards[1][:12]}), within the "
                     f"expectation in both runs"), **base))
+            elif declared and not moved(p, r, max(noise_rel, declared[0])):
+                a, b = number(p.get("value")), number(r.get("value"))
+                changes.append(Change("value", "note", detail=(
+                    f"moved {abs(b - a) / max(abs(a), 1e-300):.1%}, within the run-to-run "
+                    f"noise of ±{declared[0]:.1%} its expectation declares "
+                    f"({declared[1]})")[:300], **base))
             else:
                 changes.append(Change("value", "change", **base))
     if prev is not None:

@@ -55,7 +55,9 @@ TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mapp
             "devices", "provenance", "unmeasurable"}
 UNMEASURABLE_KEYS = {"reason", "sass", "source", "compiler"}
 ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
-              "provenance", "status"}
+              "provenance", "status", "noise"}
+NOISE_KEYS = {"rel", "source", "boards"}
+NOISE_MAX = 0.5            # a declared run-to-run noise above 50% is a typo, not a figure
 UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
          "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
          "ops/clk", "B/clk", "GB/s", "bits", "percent"}
@@ -78,6 +80,10 @@ class Expected:
     method: str = ""
     note: str = ""
     origin: str = ""          # file:line the entry came from
+    # the figure's declared run-to-run noise (relative) and where it was measured: moves
+    # within it between two runs of one board are notes in the nightly, not changes
+    noise_rel: float = 0.0
+    noise_source: str = ""
 
     @property
     def numeric(self) -> bool:
@@ -256,12 +262,39 @@ def _entry(path: Path, key: str, node, key_node=None) -> Expected:
         raise _err(path, at, key, "missing 'tolerance' (abs and/or rel)")
     if value is None and not numeric and "note" not in fields:
         raise _err(path, at, key, "value: null needs a 'note' saying why")
+    noise_rel, noise_source = _noise(path, key, fields["noise"]) if "noise" in fields \
+        else (0.0, "")
     text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
     if "source" not in text:
         raise _err(path, at, key, "missing 'source'")
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
-                    f"{path}:{node.start_mark.line + 1}")
+                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source)
+
+
+def _noise(path: Path, key: str, pair) -> tuple[float, str]:
+    """An entry's `noise: {rel, source, boards}`: how far two runs of one board move this
+    figure apart (rel, relative; declare_noise derives it from the moves in `boards`, board ->
+    list of moves) and where that was measured (source)."""
+    kn, node = pair
+    fields = dict((k, (kkn, v)) for k, kkn, v in _mapping_items(path, node, f"{key}.noise"))
+    for k, (kkn, _) in fields.items():
+        if k not in NOISE_KEYS:
+            raise _err(path, kkn, f"{key}.noise.{k}",
+                       f"unknown field; allowed: {', '.join(sorted(NOISE_KEYS))}")
+    for need in ("rel", "source"):
+        if need not in fields:
+            raise _err(path, kn, f"{key}.noise", f"missing '{need}'")
+    rel = _number(path, fields["rel"][1], f"{key}.noise.rel")
+    if not 0 < rel <= NOISE_MAX:
+        raise _err(path, fields["rel"][1], f"{key}.noise.rel",
+                   f"must be in (0, {NOISE_MAX:g}], got {rel:g}")
+    if "boards" in fields:
+        for b, bkn, bv in _mapping_items(path, fields["boards"][1], f"{key}.noise.boards"):
+            for x in (bv.value if isinstance(bv, yaml.SequenceNode) else [bv]):
+                if _number(path, x, f"{key}.noise.boards.{b}") < 0:
+                    raise _err(path, x, f"{key}.noise.boards.{b}", "must be >= 0")
+    return rel, str(_construct(fields["source"][1]))
 
 
 MAX_FILE_BYTES = 4 * 2**20     # an expectation file is a few hundred KB at most
@@ -511,8 +544,9 @@ def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float =
         "method": r.get("method", ""),
         "provenance": {k: prov[k] for k in sorted(prov)},
     }
-    if "note" in old:
-        entry["note"] = old["note"]
+    for kept in ("note", "noise"):
+        if kept in old:
+            entry[kept] = old[kept]
     return entry
 
 
@@ -601,3 +635,106 @@ def update_arch(arch: str, results: list[dict], *, root: Path,
     return {path: update_from_results(path, results, device=device, abs_tol=abs_tol,
                                       rel_tol=rel_tol, keys=ks, fleet=fleet)
             for path, ks in sorted(by_file.items())}
+
+
+# --- declared run-to-run noise ------------------------------------------------------------
+
+NOISE_STEP = 0.005          # a declared noise is rounded up to half a percent
+NOISE_SIGMAS = 3            # ... from this many times the RMS of the measured moves
+NOISE_MIN_MOVES = 3         # fewer pairs say too little about a figure's run-to-run scatter
+
+
+class NoiseError(ValueError):
+    """Pairs that cannot give a run-to-run noise (two boards, a key without an entry)."""
+
+
+def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
+               keys: list[str]) -> tuple[dict[str, dict[str, list[float]]], set[str]]:
+    """key -> board -> the relative moves between the two runs of each pair measured on that
+    board, and the dates of the runs. Unstable or invalid figures give no move (their result
+    already says they cannot be compared); a pair of two boards is an error: boards of one
+    model differ by more than one board repeats (the fleet ranges say by how much)."""
+    moves: dict[str, dict[str, list[float]]] = {k: {} for k in keys}
+    dates: set[str] = set()
+    for i, (first, second) in enumerate(pairs, 1):
+        a = {r.get("key"): r for r in first if r.get("arch") == arch}
+        b = {r.get("key"): r for r in second if r.get("arch") == arch}
+        for key in keys:
+            ra, rb = a.get(key), b.get(key)
+            if ra is None or rb is None or not (_finite(ra.get("value"))
+                                                and _finite(rb.get("value"))):
+                continue
+            if {ra.get("status"), rb.get("status")} - {"pass", "measured"}:
+                continue
+            ba, bb = (board_of(r.get("provenance") or {}) for r in (ra, rb))
+            if not ba or ba != bb:
+                raise NoiseError(f"pair {i}: {key} was measured on {ba or '(no board)'} and "
+                                 f"{bb or '(no board)'}: a run-to-run noise needs two runs of "
+                                 f"one board")
+            va, vb = float(ra["value"]), float(rb["value"])
+            moves[key].setdefault(ba, []).append(round(abs(vb - va) / max(abs(va), 1e-300), 4))
+            dates |= {str((r.get("provenance") or {}).get("date", ""))[:10] for r in (ra, rb)}
+    return moves, dates - {""}
+
+
+def noise_of(moves: list[float]) -> float:
+    """The declared noise of a figure from its measured moves: NOISE_SIGMAS x their RMS (a
+    move is the difference of two runs, so its RMS already holds both runs' scatter), never
+    below the largest move, rounded up to NOISE_STEP."""
+    rms = math.sqrt(sum(m * m for m in moves) / len(moves))
+    return round(math.ceil(max(NOISE_SIGMAS * rms, max(moves)) / NOISE_STEP - 1e-9)
+                 * NOISE_STEP, 4)
+
+
+def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: list[str], *,
+                  root: Path, device: str | None = None) -> dict[str, str]:
+    """Write each key's run-to-run noise into its entry (the arch values or the `device`
+    section): `noise.boards` keeps every board's moves (the entry's, then this call's pairs:
+    give each pair once), `noise.rel` is noise_of() over all of them, `noise.source` says so.
+    A key with fewer than NOISE_MIN_MOVES moves, or whose moves stay within the nightly's own
+    1%, gets none (the entry is left as it was). Atomic per file, every other entry kept.
+    Returns key -> what was done."""
+    from .changes import NOISE_REL
+    moves, dates = pair_moves(pairs, arch, keys)
+    where = f"devices.{device}" if device else "characteristics"
+    by_file: dict[Path, dict[str, dict]] = {}
+    said: dict[str, str] = {}
+    for key in keys:
+        path = file_for(key, arch, root)
+        data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+        target = data.get("characteristics") or {}
+        if device:
+            target = (((data.get("devices") or {}).get(device) or {}).get("characteristics")
+                      or {})
+        old = target.get(key)
+        if old is None:
+            raise NoiseError(f"{path}: {key}: no entry under {where}; write its value first "
+                             f"(gpuchar-expectations update)")
+        boards = {str(b): [float(x) for x in (m if isinstance(m, list) else [m])] for b, m in
+                  ((old.get("noise") or {}).get("boards") or {}).items()}
+        for b, ms in moves[key].items():
+            boards.setdefault(b, []).extend(ms)
+        every = [m for ms in boards.values() for m in ms]
+        if len(every) < NOISE_MIN_MOVES:
+            said[key] = (f"{len(every)} move(s) measured, fewer than {NOISE_MIN_MOVES}: "
+                         f"left as it was")
+            continue
+        if max(every) <= NOISE_REL:
+            said[key] = (f"largest of {len(every)} moves {max(every):.2%}, within the "
+                         f"nightly's own {NOISE_REL:.0%}: no noise declared")
+            continue
+        rel = noise_of(every)
+        span = "" if not dates else f", runs of {min(dates)}" if len(dates) == 1 else \
+            f", runs of {min(dates)} to {max(dates)}"
+        n = f"{len(boards)} board{'s' if len(boards) != 1 else ''}"
+        entry = dict(old)
+        entry["noise"] = {
+            "rel": rel,
+            "source": f"{NOISE_SIGMAS} x the RMS of {len(every)} moves between two runs of "
+                      f"one board, {n} (noise.boards){span}",
+            "boards": dict(sorted(boards.items()))}
+        by_file.setdefault(path, {})[key] = entry
+        said[key] = (f"±{rel:.1%} ({len(every)} moves over {n}, largest {max(every):.2%})")
+    for path, entries in sorted(by_file.items()):
+        write_entries(path, entries, device)
+    return said

@@ -95,6 +95,8 @@ class Result:
     data: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     allowance: float | None = None   # the expectation's tolerance at this value (abs units)
+    noise_rel: float = 0.0           # the expectation's declared run-to-run noise (relative)
+    noise_source: str = ""
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -138,6 +140,7 @@ def judge(m: Measurement, arch: str, exp: Expected | None, **kw) -> Result:
     if exp is not None:
         r.expected = exp.describe()
         r.source = exp.source
+        r.noise_rel, r.noise_source = exp.noise_rel, exp.noise_source
         if exp.numeric and finite:
             r.deviation = exp.deviation(m.value)
             if r.deviation is not None:

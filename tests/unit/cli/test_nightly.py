@@ -80,6 +80,28 @@ def test_another_boards_values_within_their_expectation_are_notes():
     assert [c.severity for c in ch.compare(unnamed, prev[:1])] == ["change"]
 
 
+def test_a_move_within_the_declared_run_to_run_noise_is_a_note():
+    """The TMA L2 stream: 2.3% between two nights of one board, within the 3% its expectation
+    declares (from back-to-back pairs): a note naming the noise and its source; 4% is a
+    change; a figure with no declared noise keeps the nightly's 1%."""
+    src = "largest move between back-to-back runs of one board: 5 pairs"
+    noisy = dict(unit="B/clk/SM", noise_rel=0.03, noise_source=src)
+    prev = [R("tma.l2.s2048", 21.57, **noisy), R("tma.l2.s4096", 21.6, **noisy),
+            R("l2.per_sm", 30.0, unit="B/clk/SM")]
+    cur = [R("tma.l2.s2048", 22.07, **noisy), R("tma.l2.s4096", 22.47, **noisy),
+           R("l2.per_sm", 30.6, unit="B/clk/SM")]
+    got = {c.key: c for c in ch.compare(cur, prev)}
+    assert (got["tma.l2.s2048"].kind, got["tma.l2.s2048"].severity) == ("value", "note")
+    assert "moved 2.3%, within the run-to-run noise of ±3.0%" in got["tma.l2.s2048"].detail
+    assert src in got["tma.l2.s2048"].detail
+    assert got["tma.l2.s4096"].severity == "change"          # 4.0%: beyond it
+    assert got["l2.per_sm"].severity == "change"              # 2%, nothing declared
+    # declared in the previous run only (tonight's expectation lost it): still the noise
+    plain = [R("tma.l2.s2048", 22.07, unit="B/clk/SM")]
+    assert [c.severity for c in ch.compare(plain, prev[:1])] == ["note"]
+    assert ch.verdict([got["tma.l2.s2048"]], 0, True) == ch.EXIT_NO_CHANGE
+
+
 def test_a_figure_the_previous_runs_measurement_skipped_is_a_note():
     """The far L2 level: one night every SM saw one level (its test skipped for that), the
     next night some SMs saw two. Measured tonight, skipped by the previous run's own

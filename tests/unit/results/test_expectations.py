@@ -604,3 +604,113 @@ def test_a_nan_value_in_a_file_is_one_clear_error(tmp_path):
                     "  latency.add.u32: {value: .nan, unit: cycles}\n")
     with pytest.raises(E.ExpectationError, match=r"sm_90.yaml.*latency.add.u32.value.*finite"):
         E.load_file(path)
+
+
+# --- declared run-to-run noise ---------------------------------------------------------------
+
+NOISY = GOOD.replace("""  cache.l2:
+    range: [190, 235]
+    unit: cycles
+    source: ampere22 Table IV
+""", """  cache.l2:
+    range: [190, 235]
+    unit: cycles
+    source: ampere22 Table IV
+    noise:
+      rel: 0.03
+      source: "largest move between two runs of one board"
+      boards: {GPU-aaaaaaaa: [0.026]}
+""")
+
+
+def test_a_declared_noise_loads_and_reaches_the_result(tmp_path):
+    from pytest_gpuchar.results.judge import Measurement, judge
+    e = E.load_file(write(tmp_path, NOISY)).get("cache.l2")
+    assert (e.noise_rel, e.noise_source) == (0.03, "largest move between two runs of one board")
+    assert E.load_file(write(tmp_path, GOOD)).get("cache.l2").noise_rel == 0.0
+    r = judge(Measurement("cache.l2", 200.0, "cycles", 1.0), "sm_80", e)
+    assert (r.status.value, r.noise_rel) == ("pass", 0.03)
+    assert r.as_dict()["noise_source"] == e.noise_source
+
+
+@pytest.mark.parametrize("noise, key, says", [
+    ("{rel: 0.03}", "cache.l2.noise", "missing 'source'"),
+    ("{source: s}", "cache.l2.noise", "missing 'rel'"),
+    ("{rel: 0, source: s}", "cache.l2.noise.rel", "must be in (0, 0.5]"),
+    ("{rel: 3, source: s}", "cache.l2.noise.rel", "must be in (0, 0.5]"),
+    ("{rel: 0.03, source: s, runs: 5}", "cache.l2.noise.runs", "unknown field"),
+    ("{rel: 0.03, source: s, boards: {GPU-a: [0.01, -0.1]}}", "cache.l2.noise.boards.GPU-a",
+     ">= 0"),
+    ("0.03", "cache.l2.noise", "expected a mapping")])
+def test_a_bad_noise_is_one_error_naming_file_line_and_key(tmp_path, noise, key, says):
+    text = GOOD.replace("    source: ampere22 Table IV\n",
+                        f"    source: ampere22 Table IV\n    noise: {noise}\n")
+    p = write(tmp_path, text)
+    msg = load_error(p)
+    _assert_entry_error(msg, p, text, key, {line_of(text, "noise:")})
+    assert says in msg
+
+
+def _pair(key, a, b, board="GPU-aaaaaaaa-1111", board2=None, date="2026-11-27T21:00:00"):
+    prov = {**PROV, "uuid": board, "date": date}
+    return ([result(key, a, unit="cycles", provenance=prov)],
+            [result(key, b, unit="cycles", provenance={**prov, "uuid": board2 or board})])
+
+
+def test_noise_of_moves_is_three_rms_never_below_the_largest():
+    assert E.noise_of([0.0036, 0.0235, 0.0088, 0.0031, 0.0084]) == 0.04   # 3 x 1.2% = 3.6%
+    assert E.noise_of([0.02, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]) == 0.02
+    assert E.noise_of([0.01, 0.01, 0.01]) == 0.03
+
+
+def test_noise_from_pairs_keeps_every_boards_moves(tmp_path):
+    """cache.l2 moved 2.6% on board a before (declared in the file), 3.2% on board b and 0.5%
+    on board a tonight: three moves, RMS 2.4%, the noise 7.5% (3 x RMS rounded up to half a
+    percent); a key that moved 0.5% three times gets none; one with two moves gets none; every
+    other entry and the file's provenance stay."""
+    path = write(tmp_path, NOISY)
+    before = yaml.safe_load(path.read_text())
+    said = E.declare_noise("sm_80", [_pair("cache.l2", 200.0, 206.4, "GPU-bbbbbbbb-2"),
+                                     _pair("cache.l2", 200.0, 199.0, "GPU-aaaaaaaa-1"),
+                                     *[_pair("latency.add.u32", 4.0, 4.02)] * 3,
+                                     *[_pair("cpi.mov.clock", 6.0, 6.6)] * 2],
+                           ["cache.l2", "latency.add.u32", "cpi.mov.clock"], root=tmp_path)
+    assert said["cache.l2"] == "±7.5% (3 moves over 2 boards, largest 3.20%)"
+    assert said["latency.add.u32"].startswith("largest of 3 moves 0.50%, within the nightly's")
+    assert said["cpi.mov.clock"] == "2 move(s) measured, fewer than 3: left as it was"
+    after = yaml.safe_load(path.read_text())
+    noise = after["characteristics"]["cache.l2"]["noise"]
+    assert noise["rel"] == 0.075 and noise["boards"] == {"GPU-aaaaaaaa": [0.026, 0.005],
+                                                        "GPU-bbbbbbbb": [0.032]}
+    assert noise["source"] == ("3 x the RMS of 3 moves between two runs of one board, 2 boards "
+                               "(noise.boards), runs of 2026-11-27")
+    for k in ("latency.add.u32", "cpi.mov.clock"):
+        assert "noise" not in after["characteristics"][k]
+    after["characteristics"]["cache.l2"].pop("noise")
+    before["characteristics"]["cache.l2"].pop("noise")
+    assert after == before
+    # a later update of the value keeps the declared noise
+    E.update_from_results(path, [result("cache.l2", 201.0, unit="cycles")])
+    assert E.load_file(path).get("cache.l2").noise_rel == 0.075
+
+
+def test_noise_from_two_boards_or_for_a_missing_entry_writes_nothing(tmp_path, capsys):
+    import json
+    path = write(tmp_path, NOISY)
+    before = path.read_text()
+    with pytest.raises(E.NoiseError, match="measured on GPU-aaaaaaaa and GPU-bbbbbbbb"):
+        E.declare_noise("sm_80", [_pair("cache.l2", 200.0, 210.0, board2="GPU-bbbbbbbb-2")],
+                        ["cache.l2"], root=tmp_path)
+    with pytest.raises(E.NoiseError, match="latency.none: no entry under devices.X"):
+        E.declare_noise("sm_80", [_pair("latency.none", 1.0, 2.0)], ["latency.none"],
+                        root=tmp_path, device="X")
+    assert path.read_text() == before
+    runs = []
+    for i, part in enumerate(_pair("cache.l2", 200.0, 210.0)):
+        runs.append(tmp_path / f"run{i}.json")
+        runs[-1].write_text(json.dumps({"meta": {}, "results": part}))
+    args = ["noise", "--arch", "sm_80", "--key", "cache.l2", "--root", str(tmp_path)]
+    assert cli.main(args + ["--pair", str(runs[0]), str(runs[1])] * 2) == 0
+    assert "cache.l2: ±13.5% (3 moves over 1 board, largest 5.00%)" in capsys.readouterr().out
+    assert cli.main(args + ["--pair", str(runs[0]), str(tmp_path / "nothing.json")]) == 2
+    assert "nothing.json" in capsys.readouterr().err
