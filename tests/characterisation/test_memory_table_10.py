@@ -2,7 +2,7 @@
 
 One warp; at every step thread t loads the word at m*B + t*4k bytes (k = the conflict degree;
 broadcast: all threads the same word), so every load is a k-way conflict; each thread chases
-its own 4-position cycle, and thread 0's slope over 16/32/64 dependent loads is the row's
+its own 4-position cycle, and thread 0's slope over 32/64/128 dependent loads is the row's
 figure. 64-bit rows use the same byte stride (u64 with k = 2 is the natural two-wavefront
 access: the paper's first u64 column). The paper's observation is asserted on every arch: about
 2 cycles per extra way, never cheaper with more ways.

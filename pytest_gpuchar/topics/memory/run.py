@@ -16,8 +16,8 @@ from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
                        fill_model_error, human_bytes, knees, last_level_knee, level_layout,
                        plateaus, without_rising_edge)
 from .chase import Curve, MemoryGpu, fill_sweep, staircase
-from .rows import (DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STRIDES, BankRow, Capacity, Kind,
-                   Level, Warm)
+from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_REPEATS,
+                   STRIDES, BankRow, Capacity, Kind, Level, Warm)
 
 if TYPE_CHECKING:
     from ...fixtures import Checked
@@ -33,9 +33,11 @@ METHOD_LOOP = ("pointer chase as a nounroll loop (one {op} + counter add + compa
 METHOD_STORE = ("(st.shared + dependent ld.shared of the same word) per step minus the "
                 "ld.shared chase latency: the time a store's data takes to become visible to "
                 "a following load")
+LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
-               "footprint, 3 points per doubling, slope over 16/32/64 loads): the largest "
-               "footprint still on the lower latency plateau")
+               f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
+               f"{STAIRCASE_REPEATS} launches past 1 MiB): the largest footprint still on the "
+               "lower latency plateau")
 METHOD_FAR = ("median latency of the staircase's second L2 plateau (between the near-L2 knee "
               "and the device-memory knee), 1 thread on one SM")
 WARM_TEXT = {Warm.EVERY: "; the whole cycle walked once before the clock in every launch",
@@ -166,7 +168,7 @@ def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measur
         row.key, f, "cycles",
         method=f"one warp, thread t at byte m*B + t*{4 * row.ways} (k-way conflict by "
                f"construction), 1 x ld.shared.u{row.width} per step chasing a 4-position "
-               f"cycle; slope of thread 0's %clock64 cycles over 16/32/64 dependent loads, "
+               f"cycle; slope of thread 0's %clock64 cycles over {LENGTHS} dependent loads, "
                f"median of {session.repeats} launches",
         data={"cycles": run.cycles, "sass_unit": s.verified(run.probe)})
     half = row.half
@@ -290,7 +292,7 @@ def fill(session: "GpuCharSession", row: str, arch: str) -> Measured:
     return Measured(Measurement.of_fit(
         f"memory.geometry.{row}_fill_bytes", Fit(float(size), 0.0, [], 0.0, 0.0, bool(why), why),
         "bytes",
-        method=f"stride sweep {list(STRIDES)} B, forward walk, slope over 16/32/64 dependent "
+        method=f"stride sweep {list(STRIDES)} B, forward walk, slope over {LENGTHS} dependent "
                f"loads; {FILL_WHAT}; smallest stride reaching 90% of the all-miss latency",
         detail=f"curve vs fill model: max deviation {err:.0%} of (miss - hit)",
         data={**sw.as_data(), "model_error": round(err, 3), "tolerance": {"abs": 0, "rel": 0}}))
