@@ -13,8 +13,9 @@ from ...core.fit import fit
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
-from .rows import (BARRIER_TOL, LATENCY_TOL, BARRIER_LENGTHS, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM, LAUNCH_WAVES, LINE,
-                   MAPA_LENGTHS, SHARED_REGION, DsmRow, Sync, SyncRow)
+from .rows import (BARRIER_LENGTHS, BARRIER_TOL, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM,
+                   LATENCY_TOL, LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
+                   DsmRow, Sync, SyncRow)
 from .state import ChainError, MovementGpu
 
 if TYPE_CHECKING:
@@ -197,15 +198,16 @@ def _measure_launch(s: MovementGpu, c: int, arch: str):
     else:
         s.launcher.prepare(fn, name, smem)
         per_wave = s.sms
-    outs = {b: [s.records((per_wave * b * 4,)) for _ in range(s.repeats + 1)]
+    reps = max(s.repeats, LAUNCH_REPEATS)
+    outs = {b: [s.records((per_wave * b * 4,)) for _ in range(reps + 1)]
             for b in LAUNCH_WAVES}
-    for r in range(s.repeats + 1):
+    for r in range(reps + 1):
         for b in LAUNCH_WAVES:
             s.launch(fn, (per_wave * b,), (32,), (outs[b][r],), name=name, cluster=cluster,
                      shared_mem=smem)
     s.wait(name)
     per_repeat = [[outs[b][r].get().reshape(-1, 4) for b in LAUNCH_WAVES]
-                  for r in range(1, s.repeats + 1)]
+                  for r in range(1, reps + 1)]
     return analysis.serial_blocks(per_repeat), per_wave, probe
 
 
@@ -224,5 +226,6 @@ def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
     how = "" if c == 1 else f", clusters of {c} (cluster-dimension launch attribute)"
     return Measured(Measurement(
         f"movement.cluster.launch.{label}", res.value, "cycles", res.spread, res.why,
-        method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how, reps=s.repeats),
+        method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how,
+                                    reps=max(s.repeats, LAUNCH_REPEATS)),
         data=data), sass=s.sass(probe))

@@ -314,6 +314,17 @@ DRAM_STREAM_REPEATS = 28
 # the loaded chase: per-launch slopes scatter 10-20% under streaming load (H100), and with 15
 # launches the median moved 1-4% night to night; 60 launches halve that (about 1 s a night)
 LOADED_REPEATS = 60
+# cluster launches: per-launch slopes scatter 3-5% (H100), so a median of 7 moved 1.0-2.6%
+# between back-to-back nights; 25 launches halve that
+LAUNCH_REPEATS = 25
+# the cp.async .cg chain: 32 nodes in one 4 KiB block sat in whichever L2 slices that block's
+# physical address hashes to, a mix of near and far fixed for the process: within a run its
+# launches agreed within 0.1%, between back-to-back nights it moved 1.2-2.7% (H100). Its nodes
+# are now 2048 lines at random over 32 MiB (16 x 2 MiB pages), each launch walking the next
+# ones, 25 launches: the median averages over the lines, not one block's mix
+CP_ASYNC_CG_NODES = 2048
+CP_ASYNC_CG_REGION = 32 * 2**20
+CP_ASYNC_CG_REPEATS = 25
 DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter this much (the
                          # memory topic's device-memory rows on H200); the median is judged
 

@@ -13,7 +13,8 @@ from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
-from .rows import (DRAM_TOL, LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
+from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS, DRAM_TOL,
+                   LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from .state import ChainError, MovementGpu, passes
@@ -211,25 +212,36 @@ def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measur
 
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
 
+def cp_async_layout(kind: Async) -> tuple[int, int, bool, int]:
+    """(nodes, lines of the region, sparse, launches) of a cp.async chain: .ca 32 nodes
+    128 B apart (4 KiB: the timed second pass of a launch finds its n nodes in the L1); .cg
+    CP_ASYNC_CG_NODES lines at random over CP_ASYNC_CG_REGION, so its L2 hits average over
+    many lines' slices instead of one block's."""
+    if kind is Async.CP_ASYNC_CG:
+        return CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION // LINE, True, CP_ASYNC_CG_REPEATS
+    return 32, 32, False, 0
+
+
 def _measure_cp_async(s: MovementGpu, kind: Async, probe):
-    """Chain of 32 nodes 128 B apart (4 KiB, L2-resident after the warm launch); each pass of a
-    launch walks the same n nodes, so the timed second pass finds them in the L1 (.ca)."""
+    """A chain of nodes (cp_async_layout); each pass of a launch walks the same n nodes from
+    the launch's start, and each launch starts where the last one ended."""
     name = probe.name
-    nodes = 32
-    buf = s.buffer(f"cp_async_{kind.value}", nodes * LINE)
-    order = layouts.block_chain(nodes, nodes, LINE, s.rng, sparse=False)
+    nodes, lines, sparse, least = cp_async_layout(kind)
+    reps = max(s.repeats, least)
+    buf = s.buffer(f"cp_async_{kind.value}", lines * LINE)
+    order = layouts.block_chain(nodes, lines, LINE, s.rng, sparse=sparse)
     nxt = np.roll(order.order, -1)
     s.upload(buf, order.order * LINE // 4, (nxt * LINE).astype(np.uint32), np.uint32)
     fns = {n: s.function(probe, n) for n in ASYNC_LENGTHS}
     longest = ASYNC_LENGTHS[-1]
     cursor = 0
-    warm = -(-nodes // longest) + 1
+    warm = 2            # passes over the first `longest` nodes: module, TLB and lines loaded
     keep = s.records((4,))
     s.launch(fns[longest], (1,), (1,), (keep, buf, np.uint64(order.position(0) * LINE),
                                         np.uint32(warm)), name=name)
     cursor += longest       # every pass walks the same nodes from the start
-    outs, want = {n: s.records((s.repeats + 1, 4)) for n in ASYNC_LENGTHS}, []
-    for r in range(s.repeats + 1):
+    outs, want = {n: s.records((reps + 1, 4)) for n in ASYNC_LENGTHS}, []
+    for r in range(reps + 1):
         for n in ASYNC_LENGTHS:
             s.launch(fns[n], (1,), (1,), (outs[n][r], buf,
                                           np.uint64(order.position(cursor) * LINE), passes()),
@@ -273,8 +285,9 @@ ASYNC_METHOD = {
                        "offset, chain of 32 nodes, every pass the same n nodes (the timed "
                        "second pass hits in the L1)",
     Async.CP_ASYNC_CG: "cp.async.cg 16 B + commit + wait_group 0 + ld.shared of the next "
-                       "offset, chain of 32 nodes, every pass the same n nodes (L2 hits: .cg "
-                       "bypasses the L1)",
+                       f"offset, chain of {CP_ASYNC_CG_NODES} lines at random over "
+                       f"{CP_ASYNC_CG_REGION >> 20} MiB, every pass the same n nodes, each "
+                       "launch the next n (L2 hits: .cg bypasses the L1)",
     Async.ARRIVE: "independent mbarrier.arrive.shared::cta (state discarded) on a count-1 "
                   "barrier: issue cost",
     Async.TEST_WAIT: "mbarrier.arrive -> test_wait on its state -> selp of the next barrier "
@@ -298,9 +311,10 @@ def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
         return _measure_sync_op(s, kind, probe)
     cycles, lengths = once(session, ("async", kind.value), make)
     f = fit(cycles, {n: n for n in lengths})
+    launches = len(cycles[lengths[0]])
     return Measured(Measurement.of_fit(
         f"movement.async.{kind.value}", f, "cycles/op",
         method=f"{ASYNC_METHOD[kind]}; slope of %clock64 cycles over {list(lengths)} steps, "
-               f"one thread, second pass, median of {s.repeats} launches after a warm-up",
+               f"one thread, second pass, median of {launches} launches after a warm-up",
         data={"cycles": cycles, "sass_unit": s.unit(probe),
               "tolerance": dict(LATENCY_TOL)}), sass=s.sass(probe))

@@ -409,6 +409,38 @@ def test_async_rows(gpu):
         assert f.key == f"movement.async.{kind.value}" and f.value == pytest.approx(want)
 
 
+def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
+    """.cg: CP_ASYNC_CG_NODES lines at random over CP_ASYNC_CG_REGION, each timed launch
+    starting where the last ended (the model walks the real chain, so every end offset is
+    checked), CP_ASYNC_CG_REPEATS launches; .ca keeps its 32 nodes in one 4 KiB block."""
+    sim = gpu.runs.once(("movement", "state"), None)
+    starts = []
+    launch = sim.launch
+
+    def spy(fn, grid, block, args, **kw):
+        if fn.probe.name.endswith("cp_async.cg"):
+            starts.append(int(args[2]))
+        return launch(fn, grid, block, args, **kw)
+    sim.launch = spy
+    cg = run.async_row(gpu, rows.Async.CP_ASYNC_CG, ARCH).figures[0]
+    reps = max(sim.repeats, rows.CP_ASYNC_CG_REPEATS)
+    assert f"median of {reps} launches" in cg.method and len(cg.data["cycles"][8]) == reps
+    timed = starts[1:]
+    assert len(timed) == (reps + 1) * len(rows.ASYNC_LENGTHS)
+    assert len(set(timed)) == len(timed)                  # no launch repeats another's start
+    assert len({o // (2 << 20) for o in timed}) == rows.CP_ASYNC_CG_REGION // (2 << 20)
+    assert all(o % rows.LINE == 0 and o < rows.CP_ASYNC_CG_REGION for o in timed)
+    assert transfer.cp_async_layout(rows.Async.CP_ASYNC_CA) == (32, 32, False, 0)
+    ca = run.async_row(gpu, rows.Async.CP_ASYNC_CA, ARCH).figures[0]
+    assert f"median of {sim.repeats} launches" in ca.method
+
+
+def test_cluster_launches_take_their_median_over_more_launches(gpu):
+    sim = gpu.runs.once(("movement", "state"), None)
+    f = run.launch(gpu, 4, ARCH).figures[0]
+    assert f"median over {max(sim.repeats, rows.LAUNCH_REPEATS)} launches" in f.method
+
+
 def test_bandwidth_rows_and_staircase(gpu, artifact, tmp_path):
     for row in rows.STREAM_ROWS:
         m = run.bandwidth(gpu, row, ARCH, artifact)
