@@ -4,16 +4,17 @@ cp.async round trips, mbarrier and fence costs. Every chain continues across lau
 the last one stopped; every launch's end position is checked against the host's walk."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ...core.fit import fit
+from ...core.fit import SPREAD_REL, fit
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
-from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS, DRAM_TOL,
+from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
+                   CP_ASYNC_CG_SPREAD_REL, DRAM_TOL,
                    LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
@@ -212,24 +213,35 @@ def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measur
 
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
 
-def cp_async_layout(kind: Async) -> tuple[int, int, bool, int]:
-    """(nodes, lines of the region, sparse, launches) of a cp.async chain: .ca 32 nodes
-    128 B apart (4 KiB: the timed second pass of a launch finds its n nodes in the L1); .cg
-    CP_ASYNC_CG_NODES lines at random over CP_ASYNC_CG_REGION, so its L2 hits average over
-    many lines' slices instead of one block's."""
+class AsyncChain(NamedTuple):
+    nodes: int
+    lines: int              # lines of the region the nodes are drawn from
+    sparse: bool            # nodes at random over the region (else its first `nodes` lines)
+    least_launches: int
+    spread_rel: float       # the fit's stability limit on its per-launch slopes
+
+
+def cp_async_layout(kind: Async) -> AsyncChain:
+    """The chain of a cp.async row: .ca 32 nodes 128 B apart (4 KiB: the timed second pass of
+    a launch finds its n nodes in the L1); .cg CP_ASYNC_CG_NODES lines at random over
+    CP_ASYNC_CG_REGION, so its L2 hits average over many lines' slices instead of one
+    block's, and each launch times other lines, so its slopes scatter with their mix of near
+    and far slices (CP_ASYNC_CG_SPREAD_REL) while the median repeats."""
     if kind is Async.CP_ASYNC_CG:
-        return CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION // LINE, True, CP_ASYNC_CG_REPEATS
-    return 32, 32, False, 0
+        return AsyncChain(CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION // LINE, True,
+                          CP_ASYNC_CG_REPEATS, CP_ASYNC_CG_SPREAD_REL)
+    return AsyncChain(32, 32, False, 0, SPREAD_REL)
 
 
 def _measure_cp_async(s: MovementGpu, kind: Async, probe):
     """A chain of nodes (cp_async_layout); each pass of a launch walks the same n nodes from
     the launch's start, and each launch starts where the last one ended."""
     name = probe.name
-    nodes, lines, sparse, least = cp_async_layout(kind)
-    reps = max(s.repeats, least)
-    buf = s.buffer(f"cp_async_{kind.value}", lines * LINE)
-    order = layouts.block_chain(nodes, lines, LINE, s.rng, sparse=sparse)
+    chain = cp_async_layout(kind)
+    nodes = chain.nodes
+    reps = max(s.repeats, chain.least_launches)
+    buf = s.buffer(f"cp_async_{kind.value}", chain.lines * LINE)
+    order = layouts.block_chain(nodes, chain.lines, LINE, s.rng, sparse=chain.sparse)
     nxt = np.roll(order.order, -1)
     s.upload(buf, order.order * LINE // 4, (nxt * LINE).astype(np.uint32), np.uint32)
     fns = {n: s.function(probe, n) for n in ASYNC_LENGTHS}
@@ -310,7 +322,8 @@ def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
             return _measure_cp_async(s, kind, probe)
         return _measure_sync_op(s, kind, probe)
     cycles, lengths = once(session, ("async", kind.value), make)
-    f = fit(cycles, {n: n for n in lengths})
+    f = fit(cycles, {n: n for n in lengths}, spread_rel=cp_async_layout(kind).spread_rel
+            if kind in (Async.CP_ASYNC_CA, Async.CP_ASYNC_CG) else SPREAD_REL)
     launches = len(cycles[lengths[0]])
     return Measured(Measurement.of_fit(
         f"movement.async.{kind.value}", f, "cycles/op",

@@ -430,7 +430,9 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
     assert len(set(timed)) == len(timed)                  # no launch repeats another's start
     assert len({o // (2 << 20) for o in timed}) == rows.CP_ASYNC_CG_REGION // (2 << 20)
     assert all(o % rows.LINE == 0 and o < rows.CP_ASYNC_CG_REGION for o in timed)
-    assert transfer.cp_async_layout(rows.Async.CP_ASYNC_CA) == (32, 32, False, 0)
+    assert tuple(transfer.cp_async_layout(rows.Async.CP_ASYNC_CA)) == (32, 32, False, 0, 0.05)
+    assert transfer.cp_async_layout(rows.Async.CP_ASYNC_CG).spread_rel == \
+        rows.CP_ASYNC_CG_SPREAD_REL and not cg.unstable
     ca = run.async_row(gpu, rows.Async.CP_ASYNC_CA, ARCH).figures[0]
     assert f"median of {sim.repeats} launches" in ca.method
 
