@@ -15,13 +15,14 @@ from ...core.probe import Probe
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import ChainError, Layout, random_layout, sequential_layout
-from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_REPEATS, STRIDES,
-                   BankRow, Kind, Space, Warm)
+from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACES,
+                   STAIRCASE_REPEATS, STRIDES, BankRow, Kind, Space, Warm)
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
 
 SWEEP_REPEATS = 3
+PLACE_ALIGN = 2 * 2**20
 
 
 @dataclass
@@ -80,22 +81,24 @@ class MemoryGpu:
         scratch.fill(1)
         del scratch
 
-    def _upload(self, lay: Layout) -> int:
+    def _upload(self, lay: Layout, offset: int = 0) -> int:
         import cupy as cp
         buf = self.buffer()
-        if lay.footprint > buf.nbytes:
-            raise ChainError(f"chain of {lay.footprint} B exceeds the buffer ({buf.nbytes} B)")
-        base = int(buf.data.ptr)
+        if offset + lay.footprint > buf.nbytes:
+            raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
+                             f"buffer ({buf.nbytes} B)")
+        base = int(buf.data.ptr) + offset
         buf[cp.asarray(lay.word_index())] = cp.asarray(lay.pointers(base))
         return base
 
-    def _place(self, probe: kernels.ChaseProbe, lay: Layout, flush: bool) -> Placed:
-        """Global chains are uploaded to the buffer (then the L2 flushed if asked: the upload
-        itself left the last-written lines in it); shared chains are copied into shared memory
-        by the kernel; the const chain is in the PTX."""
+    def _place(self, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
+               offset: int = 0) -> Placed:
+        """Global chains are uploaded to the buffer at `offset` (then the L2 flushed if asked:
+        the upload itself left the last-written lines in it); shared chains are copied into
+        shared memory by the kernel; the const chain is in the PTX."""
         import cupy as cp
         if probe.space == Space.GLOBAL:
-            base = self._upload(lay)
+            base = self._upload(lay, offset)
             if flush:
                 self.flush_l2()
             return Placed(base)
@@ -110,17 +113,17 @@ class MemoryGpu:
 
     def chase(self, probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
               warm: Warm = Warm.EVERY, lengths: dict[int, int] | None = None,
-              flush: bool | None = None) -> ChaseRun:
+              flush: bool | None = None, offset: int = 0) -> ChaseRun:
         """Launch the probe's kernels on `lay`, 1 + `repeats` times per length, each launch
         continuing the chain where the last one stopped (``lay.cursor``). warm: EVERY (walk
         the whole cycle before every timed chain), FIRST (only before the first launch: levels
         that persist across launches, the L2), NONE. `flush` (default: when warm is NONE)
         evicts the L2 after the upload. `lengths`: steps timed per length (default the
-        probe's ops)."""
+        probe's ops). `offset`: where in the buffer a global chain lies."""
         import cupy as cp
         self.gpu.ensure_alive(probe.name)
         self.verified(probe)
-        at = self._place(probe, lay, warm == Warm.NONE if flush is None else flush)
+        at = self._place(probe, lay, warm == Warm.NONE if flush is None else flush, offset)
         stuck = probe.flavour == "shared_st_ld"   # st [p], p: the chain stays put
         state = cp.asarray(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
         lengths = lengths or dict(probe.ops)
@@ -208,6 +211,27 @@ class Curve:
                 "smids": self.smids}
 
 
+def staircase_places(footprint: int, l2_bytes: int, buffer_bytes: int) -> list[int]:
+    """Offsets in the buffer at which a staircase point's chain is measured: one (0) up to a
+    quarter of the L2; past it (where one SM's chain is a mix of near- and far-partition
+    lines, fixed by the physical pages it lies in) up to STAIRCASE_PLACES offsets spread over
+    the buffer, 2 MiB-aligned, so the point averages over several pages' mixes."""
+    if footprint <= l2_bytes // 4:
+        return [0]
+    room = (buffer_bytes - footprint) // PLACE_ALIGN
+    n = max(1, min(STAIRCASE_PLACES, room + 1))
+    return [0] if n == 1 else [round(i * room / (n - 1)) * PLACE_ALIGN for i in range(n)]
+
+
+def pooled(runs: list[ChaseRun]) -> ChaseRun:
+    """One ChaseRun of the launches of several (same probe, lengths and chain)."""
+    first = runs[0]
+    return ChaseRun(first.probe, {n: [c for r in runs for c in r.cycles[n]] for n in first.cycles},
+                    first.ops, first.footprint, first.lines,
+                    sum(r.timed_steps for r in runs), sorted({m for r in runs for m in r.smids}),
+                    [x for r in runs for x in r.notes])
+
+
 def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS,
               deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
@@ -219,7 +243,11 @@ def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS,
     for f in s.geo.sweep():
         lay = random_layout(f, LINE, seed=f % 9973)
         w = s.geo.sweep_warm(f)
-        run = s.chase(probe, lay, repeats=repeats if w == Warm.EVERY else deep_repeats, warm=w)
+        offsets = staircase_places(f, s.geo.l2_bytes, s.buffer().nbytes) \
+            if w == Warm.FIRST else [0]
+        per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
+        run = pooled([s.chase(probe, lay, repeats=per_place, warm=w, offset=o)
+                      for o in offsets])
         fitted = fit(run.cycles, run.ops)
         fps.append(f)
         lat.append(fitted.value)

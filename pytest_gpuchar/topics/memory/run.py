@@ -16,8 +16,8 @@ from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
                        fill_model_error, human_bytes, knees, last_level_knee, level_layout,
                        plateaus, without_rising_edge)
 from .chase import Curve, MemoryGpu, fill_sweep, staircase
-from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_REPEATS,
-                   STRIDES, BankRow, Capacity, Kind, Level, Warm)
+from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
+                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, Kind, Level, Warm)
 
 if TYPE_CHECKING:
     from ...fixtures import Checked
@@ -36,7 +36,8 @@ METHOD_STORE = ("(st.shared + dependent ld.shared of the same word) per step min
 LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
-               f"{STAIRCASE_REPEATS} launches past 1 MiB): the largest footprint still on the "
+               f"{STAIRCASE_REPEATS} launches past 1 MiB, split over {STAIRCASE_PLACES} places "
+               "of the buffer past a quarter of the L2): the largest footprint still on the "
                "lower latency plateau")
 METHOD_FAR = ("median latency of the staircase's second L2 plateau (between the near-L2 knee "
               "and the device-memory knee), 1 thread on one SM")

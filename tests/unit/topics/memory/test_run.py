@@ -12,7 +12,7 @@ from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.results.judge import Measured
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.memory import analysis, kernels, rows, run
-from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve
+from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, staircase_places
 
 ARCH = "sm_90"
 FPS = [int(round(4096 * 2 ** (i / 3))) for i in range(49)]
@@ -128,18 +128,34 @@ def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
     st = FakeGpuState()
     asked = {}
 
-    def fake_chase(probe, lay, *, repeats, warm):
-        asked[lay] = (repeats, warm)
+    def fake_chase(probe, lay, *, repeats, warm, offset=0):
+        asked.setdefault(lay, []).append((repeats, warm, offset))
         return _run(probe, 100.0, reps=repeats)
 
     st.chase = fake_chase
+    st.buffer = lambda: SimpleNamespace(nbytes=st.geo.dram_footprint()[0])
     monkeypatch.setattr(chase_mod, "random_layout", lambda f, line, seed: f)
     curve = chase_mod.staircase(st)
     assert curve.footprints == st.geo.sweep() == sorted(asked)
-    for f, (repeats, warm) in asked.items():
-        walked = warm == rows.Warm.EVERY
+    for f, runs in asked.items():
+        walked = runs[0][1] == rows.Warm.EVERY
         assert walked == (f <= 2**20)
-        assert repeats == (chase_mod.SWEEP_REPEATS if walked else rows.STAIRCASE_REPEATS)
+        mixed = runs[0][1] == rows.Warm.FIRST and f > st.dev.l2_bytes // 4
+        assert len(runs) == (rows.STAIRCASE_PLACES if mixed else 1)
+        launches = sum(r for r, _, _ in runs)
+        assert launches == chase_mod.SWEEP_REPEATS if walked else \
+            launches >= rows.STAIRCASE_REPEATS
+        offsets = [o for _, _, o in runs]
+        assert offsets[0] == 0 and len(set(offsets)) == len(offsets)
+        assert all(o % (2 << 20) == 0 and o + f <= st.buffer().nbytes for o in offsets)
+
+
+def test_staircase_places_spread_over_the_buffer():
+    l2, buf = 50 * 2**20, 256 * 2**20
+    assert staircase_places(8 * 2**20, l2, buf) == [0]
+    got = staircase_places(40 * 2**20, l2, buf)
+    assert got == [0, 54 << 20, 108 << 20, 162 << 20, 216 << 20]
+    assert staircase_places(buf - 2**20, l2, buf) == [0]       # no room for a second place
 
 
 def test_bank_row_and_its_half():
