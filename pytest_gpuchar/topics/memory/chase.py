@@ -87,8 +87,8 @@ class MemoryGpu:
         if offset + lay.footprint > buf.nbytes:
             raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
                              f"buffer ({buf.nbytes} B)")
-        base = int(buf.data.ptr) + offset
-        buf[cp.asarray(lay.word_index())] = cp.asarray(lay.pointers(base))
+        base, words, pointers = chain_words(lay, int(buf.data.ptr), offset)
+        buf[cp.asarray(words)] = cp.asarray(pointers)
         return base
 
     def _place(self, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
@@ -209,6 +209,16 @@ class Curve:
                 "latency_cycles": [round(v, 2) for v in self.latency],
                 "spread_cycles": [round(v, 2) for v in self.spread], "warm": self.warm,
                 "smids": self.smids}
+
+
+def chain_words(lay: Layout, buffer_ptr: int, offset: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """(the chain's base address, the buffer's u64 word indices, the pointers they hold) of
+    `lay` placed `offset` bytes into a buffer at `buffer_ptr`: pointer i sits at byte
+    offset + i x stride and holds the address of pointer next[i]."""
+    if offset % 8:
+        raise ChainError(f"a chain's offset must be a multiple of 8 bytes, not {offset}")
+    base = buffer_ptr + offset
+    return base, lay.word_index() + offset // 8, lay.pointers(base)
 
 
 def staircase_places(footprint: int, l2_bytes: int, buffer_bytes: int) -> list[int]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from pytest_gpuchar.core import sass
@@ -12,7 +13,8 @@ from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.results.judge import Measured
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.memory import analysis, kernels, rows, run
-from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, staircase_places
+from pytest_gpuchar.topics.memory.chains import ChainError
+from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, chain_words, staircase_places
 
 ARCH = "sm_90"
 FPS = [int(round(4096 * 2 ** (i / 3))) for i in range(49)]
@@ -241,3 +243,25 @@ def test_fill_row():
     s = _session()
     s.runs.once(("memory", "fill", "l1"), lambda: Curve(strides, bad, [0.0] * 6, [0], []))
     assert "fill model" in run.fill(s, "l1", ARCH).figures[0].unstable
+
+
+@pytest.mark.parametrize("offset", [0, 2 << 20, 6 << 20])
+def test_a_chain_placed_at_an_offset_is_walkable_where_it_lies(offset):
+    """The words a chain is uploaded to lie at its offset and point within it: walking from
+    its base through the buffer visits every pointer once and comes back (the staircase's
+    places; a chain written at the buffer's start but based at the offset sent the chase
+    to zeroed words, an illegal address on the GPU)."""
+    lay = analysis.random_layout(64 * 1024, rows.LINE, 7)
+    ptr = 0x7F0000000000
+    buf = np.zeros((8 << 20) // 8, dtype=np.uint64)
+    base, words, pointers = chain_words(lay, ptr, offset)
+    buf[words] = pointers
+    assert base == ptr + offset and words.min() * 8 >= offset
+    seen, addr = set(), base
+    for _ in range(lay.n):
+        assert base <= addr < base + lay.footprint
+        seen.add(addr)
+        addr = int(buf[(addr - ptr) // 8])
+    assert addr == base and len(seen) == lay.n
+    with pytest.raises(ChainError, match="multiple of 8"):
+        chain_words(lay, ptr, 4)
