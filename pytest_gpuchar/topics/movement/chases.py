@@ -46,7 +46,7 @@ def _mbar_body(kind: Async, n: int) -> list[str]:
     if kind is Async.ARRIVE:
         return ["mbarrier.arrive.shared::cta.b64 _, [%b0];"] * n
     wait = "test_wait" if kind is Async.TEST_WAIT else "try_wait"
-    return [f"mbarrier.arrive.shared::cta.b64 %st, [%a];",
+    return ["mbarrier.arrive.shared::cta.b64 %st, [%a];",
             f"mbarrier.{wait}.shared::cta.b64 %ok, [%a], %st;",
             "selp.b32 %a, %b0, %b1, %ok;"] * n
 

@@ -139,7 +139,7 @@ def bits_text(session: "GpuCharSession", in_type: str, arch: str) -> str:
     with np.errstate(all="ignore"):
         D = tc.run(s, A, B, C)
     acc = answers(session, in_type)["accumulator_bits"]
-    lines = [f"// accumulator cases: e, bits of D for C = 2^e + 1x1, for C = -2^e + 1x1"]
+    lines = ["// accumulator cases: e, bits of D for C = 2^e + 1x1, for C = -2^e + 1x1"]
     lines += [f"{e:2d} {_hex(p)} {_hex(n)}" for e, p, n in acc.cases]
     return analysis.bits_text(s, arch, path, D) + "\n".join(lines) + "\n"
 
