@@ -107,6 +107,14 @@ def test_kernel_cycles_median_and_stability():
     assert (k.value, k.spread, k.unstable) == (1000.0, 20.0, "")
     spans.append(an.Span(2000.0, 0, 132, (8, 8), 0.0, 0))
     assert "vary" in an.kernel_cycles(spans).unstable
+    # 25 launches, one of them 17% long (KNN on an H100): the median holds, the range is
+    # its spread, the interquartile range (2%) is what decides
+    per = [885.0 + 18 * (i % 3 - 1) for i in range(24)] + [1035.0]
+    k = an.kernel_cycles([an.Span(c, c, 132, (8, 8), 0.0, 0) for c in per])
+    assert k.unstable == "" and k.spread == 1035.0 - 867.0 and k.value == 885.0
+    half = [800.0] * 12 + [1000.0] * 13        # two modes: half the launches 25% apart
+    assert "interquartile range 200" in an.kernel_cycles(
+        [an.Span(c, c, 132, (8, 8), 0.0, 0) for c in half]).unstable
 
 
 def test_divisor_inverts_eq24():
