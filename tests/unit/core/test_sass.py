@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_gpuchar.core import sass
 
@@ -227,3 +229,34 @@ def test_dependence_depth_through_subroutine_calls():
 def test_conditional_branch_forms(text, conditional):
     """sm_100+ uniform branches take their predicate as an operand (BRA.U !UP0, target)."""
     assert sass.parse_instr(0, text).is_conditional_branch is conditional
+
+
+def _split_by_characters(ops: str) -> list[str]:
+    """The operand split as a character loop (the definition _split_operands must match)."""
+    out, depth, cur = [], 0, []
+    for ch in ops:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+@pytest.mark.parametrize("ops", [
+    "", "R2", "R2, R3", "R2, R3,", "R2,, R3", ",", "R2, c[0x0][0x160]",
+    "desc[UR4][R2.64+0x10], R5", "[R1+c[0x0][0x4], R2], R3", "R0, (R1, R2), R3",
+    "R0], R1, R2", "R0, [R1, R2", "`(.L_x_0)", "SR_CLOCKLO, R2, ((R3, R4)), R5,"])
+def test_operands_split_at_commas_outside_brackets(ops):
+    assert sass._split_operands(ops) == _split_by_characters(ops)
+
+
+@given(st.text(alphabet="R01,[]() .x", max_size=40))
+def test_operands_split_matches_the_character_loop(ops):
+    assert sass._split_operands(ops) == _split_by_characters(ops)
