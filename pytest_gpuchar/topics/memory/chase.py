@@ -223,10 +223,12 @@ def chain_words(lay: Layout, buffer_ptr: int, offset: int) -> tuple[int, np.ndar
 
 def staircase_places(footprint: int, l2_bytes: int, buffer_bytes: int) -> list[int]:
     """Offsets in the buffer at which a staircase point's chain is measured: one (0) up to a
-    quarter of the L2; past it (where one SM's chain is a mix of near- and far-partition
-    lines, fixed by the physical pages it lies in) up to STAIRCASE_PLACES offsets spread over
-    the buffer, 2 MiB-aligned, so the point averages over several pages' mixes."""
-    if footprint <= l2_bytes // 4:
+    quarter of the L2 and past the L2; between (where one SM's chain is a mix of near- and
+    far-partition lines, fixed by the physical pages it lies in) up to STAIRCASE_PLACES
+    offsets spread over the buffer, 2 MiB-aligned, so the point averages over several pages'
+    mixes. (Past the L2 the chain starts to miss; each place would cost a walk of the whole
+    chain, the longest of the staircase, for a point no L2 figure is read from.)"""
+    if footprint <= l2_bytes // 4 or footprint > l2_bytes:
         return [0]
     room = (buffer_bytes - footprint) // PLACE_ALIGN
     n = max(1, min(STAIRCASE_PLACES, room + 1))

@@ -23,7 +23,7 @@ DRAM_REPEATS = 60
 # plateau is the median of two or three such points, each 3-6% of per-launch scatter; with 3
 # launches it moved 1.5-2.6% between back-to-back nights (H100, six nights)
 STAIRCASE_REPEATS = 25
-# ... and past a quarter of the L2 those launches are split over this many places of the
+# ... and from a quarter of the L2 to the L2 they are split over this many places of the
 # buffer: with 25 launches at one place the far plateau moved 0.1-2.4% between nights (four
 # H100 boards, two of them over 2%) while its per-launch scatter predicts under 1%: which
 # pages the chain lies in decides its mix of near and far lines

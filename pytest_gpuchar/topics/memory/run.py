@@ -37,8 +37,8 @@ LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
                f"{STAIRCASE_REPEATS} launches past 1 MiB, split over {STAIRCASE_PLACES} places "
-               "of the buffer past a quarter of the L2): the largest footprint still on the "
-               "lower latency plateau")
+               "of the buffer from a quarter of the L2 to the L2): the largest footprint still "
+               "on the lower latency plateau")
 METHOD_FAR = ("median latency of the staircase's second L2 plateau (between the near-L2 knee "
               "and the device-memory knee), 1 thread on one SM")
 WARM_TEXT = {Warm.EVERY: "; the whole cycle walked once before the clock in every launch",

@@ -142,7 +142,7 @@ def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
     for f, runs in asked.items():
         walked = runs[0][1] == rows.Warm.EVERY
         assert walked == (f <= 2**20)
-        mixed = runs[0][1] == rows.Warm.FIRST and f > st.dev.l2_bytes // 4
+        mixed = runs[0][1] == rows.Warm.FIRST and st.dev.l2_bytes // 4 < f <= st.dev.l2_bytes
         assert len(runs) == (rows.STAIRCASE_PLACES if mixed else 1)
         launches = sum(r for r, _, _ in runs)
         assert launches == chase_mod.SWEEP_REPEATS if walked else \
@@ -155,6 +155,7 @@ def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
 def test_staircase_places_spread_over_the_buffer():
     l2, buf = 50 * 2**20, 256 * 2**20
     assert staircase_places(8 * 2**20, l2, buf) == [0]
+    assert staircase_places(l2 + 2**20, l2, buf) == [0]         # past the L2: misses
     got = staircase_places(40 * 2**20, l2, buf)
     assert got == [0, 54 << 20, 108 << 20, 162 << 20, 216 << 20]
     assert staircase_places(buf - 2**20, l2, buf) == [0]       # no room for a second place
