@@ -186,6 +186,17 @@ def _mapping_items(path: Path, node, key: str):
         yield k.value, k, v
 
 
+def _fields(path: Path, node, key: str, allowed: set[str], what: str = "field") -> dict:
+    """A mapping's fields (name -> (key node, value node)); a name not in `allowed` is an
+    error naming it and the allowed ones."""
+    fields = {k: (kn, v) for k, kn, v in _mapping_items(path, node, key)}
+    for k, (kn, _) in fields.items():
+        if k not in allowed:
+            raise _err(path, kn, f"{key}.{k}",
+                       f"unknown {what}; allowed: {', '.join(sorted(allowed))}")
+    return fields
+
+
 def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
     val = _construct(node)
     if val is None and allow_null:
@@ -211,12 +222,8 @@ def _construct(node):
 
 
 def _entry(path: Path, key: str, node, key_node=None) -> Expected:
-    fields = dict((k, (kn, v)) for k, kn, v in _mapping_items(path, node, key))
+    fields = _fields(path, node, key, ENTRY_KEYS)
     at = key_node if key_node is not None else node   # "missing ..." errors point at the key
-    for k, (kn, _) in fields.items():
-        if k not in ENTRY_KEYS:
-            raise _err(path, kn, f"{key}.{k}",
-                       f"unknown field; allowed: {', '.join(sorted(ENTRY_KEYS))}")
     if "unit" not in fields:
         raise _err(path, at, key, "missing 'unit'")
     unit = _construct(fields["unit"][1])
@@ -277,11 +284,7 @@ def _noise(path: Path, key: str, pair) -> tuple[float, str]:
     figure apart (rel, relative; declare_noise derives it from the moves in `boards`, board ->
     list of moves) and where that was measured (source)."""
     kn, node = pair
-    fields = dict((k, (kkn, v)) for k, kkn, v in _mapping_items(path, node, f"{key}.noise"))
-    for k, (kkn, _) in fields.items():
-        if k not in NOISE_KEYS:
-            raise _err(path, kkn, f"{key}.noise.{k}",
-                       f"unknown field; allowed: {', '.join(sorted(NOISE_KEYS))}")
+    fields = _fields(path, node, f"{key}.noise", NOISE_KEYS)
     for need in ("rel", "source"):
         if need not in fields:
             raise _err(path, kn, f"{key}.noise", f"missing '{need}'")
@@ -377,11 +380,7 @@ def parse(text: str, path: Path) -> ArchExpectations:
 def _unmeasurable(path: Path, node) -> dict[str, Unmeasurable]:
     out = {}
     for name, kn, v in _mapping_items(path, node, "unmeasurable"):
-        fields = {k: (kk, vv) for k, kk, vv in _mapping_items(path, v, f"unmeasurable.{name}")}
-        for k, (kk, _) in fields.items():
-            if k not in UNMEASURABLE_KEYS:
-                raise _err(path, kk, f"unmeasurable.{name}.{k}",
-                           f"unknown key; allowed: {', '.join(sorted(UNMEASURABLE_KEYS))}")
+        fields = _fields(path, v, f"unmeasurable.{name}", UNMEASURABLE_KEYS, "key")
         for req in ("reason", "sass"):
             if req not in fields:
                 raise _err(path, v, f"unmeasurable.{name}.{req}", "missing")
