@@ -593,6 +593,15 @@ def write_entries(path: Path, entries: dict[str, dict], device: str | None = Non
     atomic_write(path, text)
 
 
+def section_entries(path: Path, device: str | None = None) -> dict[str, dict]:
+    """The raw entries of a file's arch values, or of its `device` section ({} when the file
+    or the section does not exist)."""
+    data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
+    if device:
+        data = (data.get("devices") or {}).get(device) or {}
+    return data.get("characteristics") or {}
+
+
 def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
                         abs_tol: float = 1.0, rel_tol: float = 0.05,
                         keys: set[str] | None = None, fleet: bool = False) -> list[str]:
@@ -602,11 +611,7 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
     section) the entry spans every board of the model measured (fleet_entry). Returns the
     keys written."""
     path = Path(path)
-    data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
-    target = data.get("characteristics") or {}
-    if device:
-        target = (((data.get("devices") or {}).get(device) or {}).get("characteristics")
-                  or {})
+    target = section_entries(path, device)
     entries: dict[str, dict] = {}
     for r in results:
         if r.get("arch") != path.stem or not _finite(r.get("value")) or r.get("status") in (
@@ -697,15 +702,13 @@ def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: l
     moves, dates = pair_moves(pairs, arch, keys)
     where = f"devices.{device}" if device else "characteristics"
     by_file: dict[Path, dict[str, dict]] = {}
+    read: dict[Path, dict[str, dict]] = {}      # each file parsed once
     said: dict[str, str] = {}
     for key in keys:
         path = file_for(key, arch, root)
-        data = (yaml.safe_load(path.read_text()) if path.exists() else None) or {}
-        target = data.get("characteristics") or {}
-        if device:
-            target = (((data.get("devices") or {}).get(device) or {}).get("characteristics")
-                      or {})
-        old = target.get(key)
+        if path not in read:
+            read[path] = section_entries(path, device)
+        old = read[path].get(key)
         if old is None:
             raise NoiseError(f"{path}: {key}: no entry under {where}; write its value first "
                              f"(gpuchar-expectations update)")
