@@ -208,13 +208,14 @@ def _measure_launch(s: MovementGpu, c: int, arch: str):
     s.wait(name)
     per_repeat = [[outs[b][r].get().reshape(-1, 4) for b in LAUNCH_WAVES]
                   for r in range(1, reps + 1)]
-    return analysis.serial_blocks(per_repeat), per_wave, probe
+    return analysis.serial_blocks(per_repeat), per_wave, probe, reps
 
 
 def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
     """Cycles per serialised CTA with clusters of `c` (1: a plain launch, no attribute)."""
     s = state(session)
-    res, per_wave, probe = once(session, ("launch", c), lambda: _measure_launch(s, c, arch))
+    res, per_wave, probe, reps = once(session, ("launch", c),
+                                      lambda: _measure_launch(s, c, arch))
     if res.value != res.value:
         return Measured(checks=[f"no launch figure for clusters of {c}: {res.why}"])
     label = "plain" if c == 1 else f"c{c}"
@@ -226,6 +227,5 @@ def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
     how = "" if c == 1 else f", clusters of {c} (cluster-dimension launch attribute)"
     return Measured(Measurement(
         f"movement.cluster.launch.{label}", res.value, "cycles", res.spread, res.why,
-        method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how,
-                                    reps=max(s.repeats, LAUNCH_REPEATS)),
+        method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how, reps=reps),
         data=data), sass=s.sass(probe))
