@@ -84,3 +84,66 @@ def _child_runs(monkeypatch, listing_cache_dir):
 def pytester(pytester, monkeypatch):
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
     return pytester
+
+
+# --- a real PostgreSQL server for the history store's tests ----------------------------------
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One real PostgreSQL 16 server for the session, started from the `pgserver` wheel (PyPI;
+    extra: test) in a fresh directory under the system's temp dir and deleted at the end. As
+    root, pgserver runs the server as its own system user `pgserver` (PostgreSQL refuses to
+    run as root). Skips, with the reason, where none can start."""
+    import tempfile
+    import time
+    import warnings
+    try:
+        with warnings.catch_warnings():     # platformdirs: XDG_RUNTIME_DIR not set
+            warnings.simplefilter("ignore")
+            import pgserver
+    except ImportError as e:
+        pytest.skip(f"no PostgreSQL server: pgserver is not installed ({e}); "
+                    f"pip install -e '.[test]'")
+    pgdata = tempfile.mkdtemp(prefix="gpuchar-pg-")
+    started = time.monotonic()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            srv = pgserver.get_server(pgdata, cleanup_mode="delete")
+    except Exception as e:  # noqa: BLE001 - any failure to start is the skip's reason
+        import shutil
+        shutil.rmtree(pgdata, ignore_errors=True)
+        pytest.skip(f"no PostgreSQL server: pgserver could not start one in {pgdata}: "
+                    f"{type(e).__name__}: {e}")
+    srv.start_s = round(time.monotonic() - started, 2)
+    yield srv
+    srv.cleanup()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A fresh, empty database on the session's PostgreSQL server (its URL), dropped after
+    the test."""
+    import uuid
+
+    import psycopg
+    import sqlalchemy as sa
+    name = f"gpuchar_{uuid.uuid4().hex[:12]}"
+    admin = pg_server.get_uri()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield sa.make_url(admin).set(database=name).render_as_string(hide_password=False)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def hdocs():
+    """tests/unit/history_docs.py (the history tests' reports) as a module."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).with_name("history_docs.py")
+    spec = importlib.util.spec_from_file_location("gpuchar_history_docs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
