@@ -6,7 +6,10 @@ detected lazily, once per session, the first time a header, fixture or test asks
 """
 from __future__ import annotations
 
+import json
+import socket
 import time
+import warnings
 
 import pytest
 
@@ -16,6 +19,7 @@ from .core import archs, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
 from .fixtures import STATE, state
+from .results.history_rows import suite_version
 from .results.judge import NoFigure, Result, Status
 from .session import GpuCharSession
 
@@ -38,6 +42,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      + ", ".join(archs.KNOWN_ARCHS))
     g.addoption("--gpuchar-report", dest="gpuchar_report", default=None, metavar="DIR",
                 help="write gpuchar-results.json and gpuchar-summary.md into DIR")
+    g.addoption("--gpuchar-history", dest="gpuchar_history", default=None, metavar="TARGET",
+                help="at the end of the run, record its results into the history database "
+                     "TARGET: a file path (SQLite) or a database URL (postgresql://...); see "
+                     "gpuchar-history and docs/history.md. A failing write warns, the run and "
+                     "its report stand")
     g.addoption("--gpuchar-repeats", dest="gpuchar_repeats", default=7, type=int,
                 help="timed launches per chain length after the warm-up (default 7)")
     g.addoption("--gpuchar-watchdog", dest="gpuchar_watchdog", default=20.0, type=float,
@@ -58,6 +67,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "only)")
     parser.addini("gpu_arch", "default for --gpu-arch", default="")
     parser.addini("gpuchar_report", "default for --gpuchar-report", default="")
+    parser.addini("gpuchar_history", "default for --gpuchar-history", default="")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -243,6 +253,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "skipped": dict(st.skip_reasons),
         "measured_skips": dict(sorted(st.measured_skips.items())),
         "static_checks": dict(sorted(st.static_ran.items())),
+        "host": socket.gethostname(),
+        "suite": suite_version(),
     })
     if dev:
         st.recorder.meta.update(dev.provenance())
@@ -255,6 +267,35 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
                                                         results=st.recorder.results)
         paths = st.recorder.write(st.report_dir)
         st.recorder.meta["written"] = [str(p) for p in paths]
+    if not st.is_worker:
+        _record_history(st)
+
+
+def _record_history(st) -> None:
+    """--gpuchar-history: the run's report (as written, so that importing the file later
+    adds nothing) recorded into the history store, one run per GPU; the outcome goes to
+    meta["history"] for the terminal summary. A failing write warns and fails nothing."""
+    cfg = st.config
+    target = cfg.getoption("gpuchar_history") or cfg.getini("gpuchar_history")
+    if not target:
+        return
+    meta = st.recorder.meta
+    if not st.recorder.results:
+        meta["history"] = {"target": target, "note": "no result in this run: nothing recorded"}
+        return
+    written = [p for p in meta.get("written", []) if p.endswith(".json")]
+    try:
+        from .results.files import read_report
+        from .results.history import open_history
+        doc = read_report(written[0]) if written else json.loads(
+            json.dumps(st.recorder.to_json(), default=str))
+        with open_history(target) as h:
+            ids = h.record(doc, source="pytest", path=written[0] if written else None)
+            meta["history"] = {"target": h.name, "runs": list(ids), "existing": ids.existing}
+    except Exception as e:  # noqa: BLE001 - the history never fails a run or its report
+        meta["history"] = {"target": str(target), "error": f"{type(e).__name__}: {e}"}
+        warnings.warn(pytest.PytestWarning(
+            f"gpuchar: --gpuchar-history {target}: the run was not recorded: {e}"))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:

@@ -22,7 +22,7 @@ def _line(tr, text: str, **markup) -> None:
 def write(tr, st) -> None:
     rec = st.recorder
     if not (rec.results or st.skip_reasons or st.static_ran or st.static_skipped or
-            st.snapshots_kept or "acceptance" in rec.meta):
+            st.snapshots_kept or "acceptance" in rec.meta or "history" in rec.meta):
         return
     tr.section("gpuchar")
     verbose = tr.config.getoption("verbose") > 0
@@ -47,6 +47,23 @@ def write(tr, st) -> None:
                   f"failures)", yellow=True)
     if "written" in rec.meta:
         _line(tr, "reports: " + ", ".join(rec.meta["written"]))
+    _history(tr, rec.meta.get("history"))
+
+
+def _history(tr, h: dict | None) -> None:
+    """Where --gpuchar-history recorded the run, or why it did not."""
+    if not h:
+        return
+    if "error" in h:
+        _line(tr, f"history: NOT recorded into {h['target']}: {h['error']}", red=True)
+    elif "note" in h:
+        _line(tr, f"history: {h['note']} ({h['target']})")
+    else:
+        new = [i for i in h["runs"] if i not in h["existing"]]
+        _line(tr, f"history: {h['target']}: " + (f"recorded run(s) {', '.join(map(str, new))}"
+                                                 if new else "") +
+              (f"{'; ' if new else ''}already recorded: run(s) "
+               f"{', '.join(map(str, h['existing']))}" if h["existing"] else ""))
 
 
 def _static(tr, st) -> None:
