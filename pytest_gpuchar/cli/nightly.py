@@ -24,8 +24,12 @@ Exit status:
   3  the run itself broke: pytest could not run the suite (usage error, internal error, no
      tests collected) or wrote no results
 
-Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history DIR] [TESTS...]
+Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [TESTS...]
                        [-- extra pytest args]
+
+--history TARGET is the history store (results/history.py, docs/history.md): a file path
+(SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
+code, and the board's latest run in it is the previous run.
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, compar
                                failure_changes, junit_failures, junit_skips, number,
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
+from ..results.history_rows import HistoryError
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -230,14 +235,64 @@ def baseline_for(device: dict, root: Path) -> Path | None:
     return None
 
 
-def previous_run(args, device: dict) -> Path | None:
-    """What tonight is compared with: --previous, else the history's latest run, else the
-    device's committed baseline (--baseline-root, default results/)."""
+def previous_run(args, device: dict, board: str | None = None) -> Path | dict | None:
+    """What tonight is compared with: --previous, else the board's latest run in the history
+    (a report-shaped dict), else the device's committed baseline (--baseline-root, default
+    results/)."""
     if args.previous:
         return Path(args.previous)
-    if args.history and (Path(args.history) / "latest.json").exists():
-        return Path(args.history) / "latest.json"
+    store = getattr(args, "history_store", None)
+    if store is not None and board:
+        prev = store.previous(board, device.get("arch"))
+        if prev is not None:
+            return prev
     return baseline_for(device, Path(args.baseline_root))
+
+
+def run_board(meta: dict) -> str | None:
+    """The board (GPU UUID) tonight ran on: the report's, else its only GPU's."""
+    gpus = [g.get("uuid") for g in meta.get("gpus") or []
+            if isinstance(g, dict) and g.get("uuid")]
+    return meta.get("uuid") or (gpus[0] if len(gpus) == 1 else None)
+
+
+def previous_label(args, prev: Path | dict) -> str:
+    """How nightly.json names what tonight was compared with."""
+    if isinstance(prev, dict):
+        return f"run {prev['run']['id']} ({prev['run']['date']}) of {args.history_store.name}"
+    return str(prev)
+
+
+def open_store(target: str):
+    """The --history store, or one error line (what changed, for a directory) and None."""
+    from ..results.history import open_history
+    if Path(target).is_dir():
+        print(f"gpuchar-nightly: --history {target}: is a directory. --history now takes the "
+              f"history database: a file path (SQLite) or a database URL (docs/history.md). "
+              f"Bring the old runs in with: gpuchar-history import {target}/nightly-*.json "
+              f"--db {Path(target) / 'gpuchar-history.sqlite'}, then pass --history "
+              f"{Path(target) / 'gpuchar-history.sqlite'}", file=sys.stderr)
+        return None
+    try:
+        return open_history(target)
+    except HistoryError as e:
+        print(f"gpuchar-nightly: --history {e}", file=sys.stderr)
+        return None
+
+
+def record_history(args, doc: dict, path: Path, code: int) -> None:
+    """Tonight's nightly.json (with its exit code) into the --history store, one run per
+    board; a failing write is said on stderr and changes nothing else."""
+    store = getattr(args, "history_store", None)
+    if store is None:
+        return
+    try:
+        ids = store.record(doc, source="nightly", path=str(path), nightly_exit=code)
+    except HistoryError as e:
+        print(f"gpuchar-nightly: --history: tonight was NOT recorded: {e}", file=sys.stderr)
+        return
+    print(f"gpuchar-nightly: recorded in {store.name}: run(s) {', '.join(map(str, ids))}"
+          + (" (already there)" if ids.existing else ""))
 
 
 def run(args) -> int:
@@ -253,9 +308,11 @@ def run(args) -> int:
     env["CUDA_CACHE_DISABLE"] = "1"
     started = time.time()
     before = clock_snapshot(env)
+    # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
+    # history would record the run before the comparison reads the previous one)
     cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
-           "--junitxml", str(out / "junit.xml"), *args.pytest_args]
+           "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=", *args.pytest_args]
     with open(out / "pytest.log", "w") as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     after = clock_snapshot(env)
@@ -268,14 +325,18 @@ def run(args) -> int:
         except json.JSONDecodeError:
             current = {}
     results = current.get("results", [])
-    prev_path = previous_run(args, before)
+    try:
+        prev_path = previous_run(args, before, run_board(current.get("meta", {})))
+    except HistoryError as e:
+        print(f"gpuchar-nightly: --history: cannot read the previous run: {e}", file=sys.stderr)
+        return EXIT_BROKEN
     previous = None
     previous_changes: list[dict] = []
     previous_failures: list[dict] = []
     previous_skipped: dict[str, str] = {}
     if prev_path is not None:
         try:
-            prev_doc = read_report(prev_path)
+            prev_doc = prev_path if isinstance(prev_path, dict) else read_report(prev_path)
         except ResultsError as e:
             print(f"gpuchar-nightly: --previous: {e}", file=sys.stderr)
             return EXIT_BROKEN
@@ -299,7 +360,7 @@ def run(args) -> int:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "exit": code, "verdict": EXIT_TEXT[code],
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,
-        "previous": str(prev_path) if previous is not None else None,
+        "previous": previous_label(args, prev_path) if previous is not None else None,
         "environment": {"before": before, "after": after, "toolkit": toolkit(),
                         "CUDA_CACHE_DISABLE": env["CUDA_CACHE_DISABLE"],
                         "throttling": throttling(before, after)},
@@ -312,11 +373,7 @@ def run(args) -> int:
     }
     _write(out / "nightly.json", json.dumps(doc, indent=1, default=str))
     _write(out / "nightly.md", markdown(doc))
-    if args.history:
-        hist = Path(args.history)
-        stamp = doc["date"].replace(":", "").replace("-", "")[:15]
-        _write(hist / f"nightly-{stamp}.json", json.dumps(doc, indent=1, default=str))
-        _write(hist / "latest.json", json.dumps(doc, indent=1, default=str))
+    record_history(args, doc, out / "nightly.json", code)
     n = {s: sum(c.severity == s for c in changes) for s in ("regression", "change", "note")}
     print(f"gpuchar-nightly: {EXIT_TEXT[code]} (exit {code}): {n['regression']} regressions, "
           f"{n['change']} changes within tolerance, {n['note']} notes; pytest exit "
@@ -345,8 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="gpuchar-nightly", help="output directory")
     ap.add_argument("--previous", help="the previous run's nightly.json (or a "
                                        "gpuchar-results.json) to compare with")
-    ap.add_argument("--history", help="directory keeping every run's nightly JSON and "
-                                      "latest.json (the default previous run)")
+    ap.add_argument("--history", metavar="TARGET",
+                    help="the history store: a file path (SQLite) or a database URL "
+                         "(postgresql://...); tonight is recorded into it with its exit code, "
+                         "and the board's latest run in it is the previous run (docs/history.md)")
     ap.add_argument("--baseline-root", default="results",
                     help="where committed baselines live (<root>/<arch>/<device>/gpuchar-"
                          "results.json): the previous run when neither --previous nor a "
@@ -366,7 +425,14 @@ def main(argv: list[str] | None = None) -> int:
     except ResultsError as e:
         print(f"gpuchar-nightly: {e}", file=sys.stderr)
         return 2
-    return run(args)
+    args.history_store = open_store(args.history) if args.history else None
+    if args.history and args.history_store is None:
+        return EXIT_BROKEN      # named before the night runs, not after
+    try:
+        return run(args)
+    finally:
+        if args.history_store is not None:
+            args.history_store.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

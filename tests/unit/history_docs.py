@@ -30,8 +30,9 @@ def report(date: str, results: list[dict], *, exitstatus: int = 0, **meta) -> di
     for r in results:
         p = r["provenance"]
         if p.get("uuid"):
-            g = gpus.setdefault(p["uuid"], {"device_index": p.get("device_index"), "uuid": p["uuid"],
-                                            "device": p.get("device"), "results": 0})
+            g = gpus.setdefault(p["uuid"], {"device_index": p.get("device_index"),
+                                            "uuid": p["uuid"], "device": p.get("device"),
+                                            "results": 0})
             g["results"] += 1
     first = next(iter(gpus.values()), {})
     m = {"date": date, "archs": ["sm_90"], "exitstatus": exitstatus, "skipped": {},
