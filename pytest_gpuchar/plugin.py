@@ -268,20 +268,25 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         paths = st.recorder.write(st.report_dir)
         st.recorder.meta["written"] = [str(p) for p in paths]
     if not st.is_worker:
-        _record_history(st)
+        _record_history(st, exitstatus)
 
 
-def _record_history(st) -> None:
+def _record_history(st, exitstatus: int) -> None:
     """--gpuchar-history: the run's report (as written, so that importing the file later
     adds nothing) recorded into the history store, one run per GPU; the outcome goes to
-    meta["history"] for the terminal summary. A failing write warns and fails nothing."""
+    meta["history"] for the terminal summary. A failing write warns and fails nothing. An
+    interrupted run is not recorded: it would be its boards' previous run, missing what it
+    did not reach."""
     cfg = st.config
     target = cfg.getoption("gpuchar_history") or cfg.getini("gpuchar_history")
     if not target:
         return
     meta = st.recorder.meta
-    if not st.recorder.results:
-        meta["history"] = {"target": target, "note": "no result in this run: nothing recorded"}
+    if not st.recorder.results or exitstatus in (pytest.ExitCode.INTERRUPTED,
+                                                 pytest.ExitCode.INTERNAL_ERROR):
+        why = ("no result in this run" if not st.recorder.results else
+               f"the run was interrupted (exit {int(exitstatus)})")
+        meta["history"] = {"target": target, "note": f"{why}: nothing recorded"}
         return
     written = [p for p in meta.get("written", []) if p.endswith(".json")]
     try:

@@ -10,8 +10,9 @@ table so that it can evolve.
 
 Append-only: ``History.record`` adds the runs of one report (one run per board, see
 history_rows) in ONE transaction - a writer killed half-way leaves nothing of that report -
-and recording the same report again is a no-op (a content hash per run, unique). There is no
-update or delete.
+and recording the same run again is a no-op (a unique hash of the board, the report's meta and
+the board's results: a nightly.json and its own report are one run). There is no update or
+delete.
 
 Queries: ``previous`` (a board's latest run as a report-shaped dict, what the nightly compares
 with), ``runs``, ``series`` (one figure over time), ``fleet`` (one figure across the boards of
@@ -129,7 +130,7 @@ class Recorded(list):
         return [i for i in self if i not in self.existing]
 
 
-def _url(target: str, create: bool) -> tuple[sa.URL, str]:
+def _url(target: str) -> tuple[sa.URL, str]:
     """The SQLAlchemy URL of a --history/--db target and its name for messages."""
     if "://" not in target:
         p = Path(target).expanduser()
@@ -159,7 +160,7 @@ def open_history(target: str | Path, *, create: bool = True) -> "History":
     target = str(target or "").strip()
     if not target:
         raise HistoryError("no history database given (a file path or a database URL)")
-    url, name = _url(target, create)
+    url, name = _url(target)
     if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         db = Path(url.database)
         if not db.exists():

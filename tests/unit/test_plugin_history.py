@@ -83,3 +83,15 @@ def test_a_run_without_results_records_nothing(pytester, no_gpu):
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"history: no result in this run: nothing recorded ({db})"])
     assert not db.exists()
+
+
+def test_an_interrupted_run_records_nothing(pytester, no_gpu):
+    pytester.makepyfile(test_boards=BOARDS_TEST + "\n\ndef test_stop():\n"
+                        "    raise KeyboardInterrupt\n")
+    db = pytester.path / "history.sqlite"
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_80", f"--gpuchar-history={db}",
+                                           timeout=120)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines([f"history: the run was interrupted (exit 2): nothing recorded "
+                                 f"({db})"])
+    assert not db.exists()
