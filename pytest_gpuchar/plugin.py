@@ -65,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "device's expectations (default), as the arch's (SM-internal figures "
                      "that hold for every board of the arch), or not at all (none: snapshots "
                      "only)")
+    g.addoption("--gpuchar-accept-fleet", dest="gpuchar_accept_fleet", default="extend",
+                choices=("extend", "replace"),
+                help="with --snapshot-update at the device level: add this board to the "
+                     "model's boards, every other board's figure kept and the range spanning "
+                     "them all (extend, the default), or make this board's figures the "
+                     "model's alone (replace: drops the other boards)")
     parser.addini("gpu_arch", "default for --gpu-arch", default="")
     parser.addini("gpuchar_report", "default for --gpuchar-report", default="")
     parser.addini("gpuchar_history", "default for --gpuchar-history", default="")

@@ -67,6 +67,7 @@ class GpuCharSession:
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
     snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
     accept_level: str = "device"   # --gpuchar-accept-level
+    accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     _device: Any = None
     _gpu: Any = None
@@ -91,7 +92,8 @@ class GpuCharSession:
         return cls(config, requested, int(config.getoption("gpuchar_repeats")),
                    float(config.getoption("gpuchar_watchdog")),
                    Path(report) if report else None, None if idx is None else int(idx),
-                   Store(root), accept_level=config.getoption("gpuchar_accept_level"))
+                   Store(root), accept_level=config.getoption("gpuchar_accept_level"),
+                   accept_fleet=config.getoption("gpuchar_accept_fleet"))
 
     # --- device -------------------------------------------------------------------------------
     @property
@@ -190,7 +192,8 @@ class GpuCharSession:
         if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \
                 and self.accept_level != "none":
             from .results.accept import Acceptance
-            self.acceptance = Acceptance(self.accept_level, self.expectations.root)
+            self.acceptance = Acceptance(self.accept_level, self.expectations.root,
+                                         self.accept_fleet)
 
     def validate_expectations(self) -> None:
         """Every expectation file of the run's archs, validated once before any test runs: a

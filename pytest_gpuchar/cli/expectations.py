@@ -58,6 +58,47 @@ def _noise(store: Store, args) -> int:
     return 0
 
 
+def _fleet(store: Store, args) -> int:
+    from ..results import fleetsample
+    try:
+        arch = archs.validate(args.arch)
+        runs = [read_results(p) for p in args.runs]
+    except (archs.UnknownArch, ResultsError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    if args.min_boards < 2:
+        print("gpuchar-expectations: --min-boards: a fleet range needs at least 2 boards",
+              file=sys.stderr)
+        return 2
+    try:
+        plan = fleetsample.plan_fleet(arch, runs, args.model, root=store.root,
+                                      keys=set(args.key) if args.key else None,
+                                      min_boards=args.min_boards)
+    except ExpectationError as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 1
+    boards = {b for runs_ in runs for r in runs_ if r.get("arch") == arch
+              and (r.get("provenance") or {}).get("device") == args.model
+              for b in [(r.get("provenance") or {}).get("uuid")] if b}
+    if not boards:
+        print(f"gpuchar-expectations: no {arch} figure of {args.model!r} with a board UUID in "
+              f"the {len(runs)} run(s) given: nothing to sample", file=sys.stderr)
+        return 2
+    print(f"sample: {len(boards)} boards of {args.model} in {len(runs)} run file(s)")
+    print("\n".join(fleetsample.lines(plan, args.model)))
+    if args.dry_run:
+        print("dry run: nothing written")
+        return 0
+    try:
+        written = fleetsample.write_fleet(arch, plan, args.model, root=store.root)
+    except (ExpectationError, OSError) as e:
+        print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
+        return 1
+    for path, keys in written.items():
+        print(f"wrote {len(keys)} fleet ranges to {path} (devices.{args.model})")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="gpuchar-expectations",
@@ -90,6 +131,19 @@ def main(argv: list[str] | None = None) -> int:
     nz.add_argument("--device", help="the entries under devices.<name>")
     nz.add_argument("--key", action="append", required=True,
                     help="a characteristic key (repeatable); its entry must exist")
+    fl = sub.add_parser("fleet", help="a model's board-dependent ranges from a fleet sample "
+                                      "of whole-suite runs (several boards, by UUID)")
+    fl.add_argument("--runs", nargs="+", required=True, type=Path, metavar="RUN",
+                    help="gpuchar-results.json[.gz] or nightly.json of the sampled boards (a "
+                         "merged multi-GPU report counts every board it holds)")
+    fl.add_argument("--arch", required=True)
+    fl.add_argument("--model", required=True,
+                    help="the device name the entries are for, e.g. 'NVIDIA H100 80GB HBM3'")
+    fl.add_argument("--root", dest="update_root", type=Path, default=None)
+    fl.add_argument("--key", action="append", help="only these characteristic keys")
+    fl.add_argument("--min-boards", type=int, default=3,
+                    help="a figure needs this many boards in the sample (default 3)")
+    fl.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     g = sub.add_parser("generations", help="Markdown table of each characteristic across "
                                            "archs and boards (papers' records, boards measured)")
     g.add_argument("--prefix", action="append", default=[],
@@ -110,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "noise":
         return _noise(store, args)
+    if args.cmd == "fleet":
+        return _fleet(store, args)
     if args.fleet and not args.device:
         print("gpuchar-expectations: --fleet needs --device (a model's boards)", file=sys.stderr)
         return 2

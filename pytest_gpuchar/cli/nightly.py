@@ -45,9 +45,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, compare,
-                               failure_changes, junit_failures, junit_skips, number,
-                               repeatability, repeatability_lines, verdict)
+from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
+from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, failure_changes,
+                               junit_failures, junit_skips, number, repeatability,
+                               repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
 
@@ -147,6 +148,49 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def compared_with(doc: dict) -> list[str]:
+    """The header lines saying what each board was compared with (first night or not)."""
+    boards = doc.get("boards") or []
+    if not boards:
+        none = "no previous run (expectations and snapshots only)"
+        return [f"- **compared with**: {doc.get('previous') or none}"]
+    refs = [Reference(b["board"], b.get("reference") or "", {} if b.get("reference") else None,
+                      b.get("same_board", False), b.get("other_board") or "") for b in boards]
+    return ["- **compared with** (change: a board against its own previous run; conformance: "
+            "every figure against the model's expectations):"] + \
+        [f"  - {r.describe()}" for r in refs]
+
+
+def conformance_lines(doc: dict, ch: list[Change]) -> list[str]:
+    """The two questions in one paragraph each: conformance (every figure against the model's
+    expectations, board-dependent ones against a fleet sample's range) and change (each board
+    against its own previous run)."""
+    results = doc.get("results") or []
+    dep = [r for r in results if (r.get("boards") or 0) > 1]
+    fails = sum(r.get("status") in ("fail", "error") for r in results)
+    spans = sorted({r["boards"] for r in dep})
+    out = ["## Conformance", "",
+           f"Every figure against its model's expectations: {fails} out of tolerance or in error "
+           f"of {len(results)} results."
+           + (f" {len(dep)} board-dependent figures judged against their model's range from a "
+              f"fleet sample (over {spans[0]}-{spans[-1]} boards), "
+              f"{sum(r.get('status') == 'fail' for r in dep)} outside it." if dep else ""), ""]
+    firsts = [b for b in doc.get("boards") or [] if b.get("first_night")]
+    moved = sum(c.severity in ("change", "regression") and c.kind not in ("expectation",)
+                for c in ch)
+    out += ["## Change", ""]
+    if firsts and len(firsts) == len(doc.get("boards") or []):
+        out += ["First night of " + ", ".join(b["board"][:12] or "this board" for b in firsts)
+                + ": nothing of its own to compare with, so no change is judged; differences "
+                  "from another board are notes.", ""]
+    else:
+        out += [f"Each board against its own previous run: {moved} changes or regressions "
+                f"besides conformance"
+                + (f"; first night of {', '.join(b['board'][:12] for b in firsts)}"
+                   if firsts else "") + ".", ""]
+    return out
+
+
 def markdown(doc: dict) -> str:
     env, ch = doc["environment"], [Change(**c) for c in doc["changes"]]
     out = [f"# gpuchar nightly: {EXIT_TEXT[doc['exit']]} (exit {doc['exit']})", ""]
@@ -162,13 +206,13 @@ def markdown(doc: dict) -> str:
             f"- **JIT cache**: CUDA_CACHE_DISABLE={env.get('CUDA_CACHE_DISABLE')}",
             f"- **suite**: `{' '.join(doc['pytest_command'])}` -> pytest exit "
             f"{doc['pytest_exit']}, {doc['wall_s']} s",
-            f"- **compared with**: {doc.get('previous') or 'no previous run (expectations and snapshots only)'}",
-            ""]
+            *compared_with(doc), ""]
     if env.get("throttling"):
         out += ["**Throttling flagged** (timings tonight may be off):", ""]
         out += [f"- {f}" for f in env["throttling"]] + [""]
     counts = doc.get("status_counts", {})
     out += ["Status counts: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"), ""]
+    out += conformance_lines(doc, ch)
     groups = [("Regressions", "regression"), ("Changes within tolerance", "change"),
               ("Notes", "note")]
     for title, sev in groups:
@@ -236,9 +280,10 @@ def baseline_for(device: dict, root: Path) -> Path | None:
 
 
 def previous_run(args, device: dict, board: str | None = None) -> Path | dict | None:
-    """What tonight is compared with: --previous, else the board's latest run in the history
-    (a report-shaped dict), else the device's committed baseline (--baseline-root, default
-    results/)."""
+    """The candidate run tonight's `board` is compared with: --previous, else the board's
+    latest run in the history (a report-shaped dict), else the model's committed baseline
+    (--baseline-root, default results/). Whether it is this board's own run or another
+    board's is decided per board (references)."""
     if args.previous:
         return Path(args.previous)
     store = getattr(args, "history_store", None)
@@ -247,13 +292,6 @@ def previous_run(args, device: dict, board: str | None = None) -> Path | dict | 
         if prev is not None:
             return prev
     return baseline_for(device, Path(args.baseline_root))
-
-
-def run_board(meta: dict) -> str | None:
-    """The board (GPU UUID) tonight ran on: the report's, else its only GPU's."""
-    gpus = [g.get("uuid") for g in meta.get("gpus") or []
-            if isinstance(g, dict) and g.get("uuid")]
-    return meta.get("uuid") or (gpus[0] if len(gpus) == 1 else None)
 
 
 def previous_label(args, prev: Path | dict) -> str:
@@ -295,6 +333,26 @@ def record_history(args, doc: dict, path: Path, code: int) -> None:
           + (" (already there)" if ids.existing else ""))
 
 
+def references(args, device: dict, results: list[dict]) -> list[Reference]:
+    """One reference per board of tonight's run: its own previous run (changes), or another
+    board's (notes only), or none (conformance only). Raises ResultsError for a bad file and
+    HistoryError for an unreadable history."""
+    refs, read = [], {}
+    for board in doc_boards({"results": results}) or [""]:
+        prov = next((r.get("provenance") for r in results if board and
+                     (r.get("provenance") or {}).get("uuid") == board), None) or {}
+        dev = {"device": prov.get("device"), "arch": prov.get("arch")} \
+            if prov.get("device") and prov.get("arch") else device
+        prev = previous_run(args, dev, board or None)
+        if isinstance(prev, dict):
+            refs.append(reference(board, previous_label(args, prev), prev))
+            continue
+        if prev is not None and prev not in read:
+            read[prev] = read_report(prev)
+        refs.append(reference(board, str(prev or ""), read.get(prev)))
+    return refs
+
+
 def run(args) -> int:
     if args.previous and not Path(args.previous).exists():
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
@@ -326,31 +384,18 @@ def run(args) -> int:
             current = {}
     results = current.get("results", [])
     try:
-        prev_path = previous_run(args, before, run_board(current.get("meta", {})))
+        refs = references(args, before, results)
+    except ResultsError as e:
+        print(f"gpuchar-nightly: --previous: {e}", file=sys.stderr)
+        return EXIT_BROKEN
     except HistoryError as e:
         print(f"gpuchar-nightly: --history: cannot read the previous run: {e}", file=sys.stderr)
         return EXIT_BROKEN
-    previous = None
-    previous_changes: list[dict] = []
-    previous_failures: list[dict] = []
-    previous_skipped: dict[str, str] = {}
-    if prev_path is not None:
-        try:
-            prev_doc = prev_path if isinstance(prev_path, dict) else read_report(prev_path)
-        except ResultsError as e:
-            print(f"gpuchar-nightly: --previous: {e}", file=sys.stderr)
-            return EXIT_BROKEN
-        # a nightly.json carries the run's results; a plain gpuchar-results.json too
-        previous = prev_doc.get("results") if "results" in prev_doc else None
-        previous_changes = prev_doc.get("changes", [])
-        previous_failures = prev_doc.get("meta", {}).get("failures", [])
-        previous_skipped = prev_doc.get("meta", {}).get("measured_skips", {})
-    changes = compare(results, previous, noise_rel=args.noise_rel,
-                      skipped=junit_skips(out / "junit.xml"),
-                      previous_skipped=previous_skipped)
-    rep = repeatability(previous, results) if previous is not None else None
-    changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes,
-                               previous_failures)
+    cmp = compare_boards(results, refs, noise_rel=args.noise_rel,
+                         skipped=junit_skips(out / "junit.xml"))
+    changes, rep = cmp.changes, cmp.repeatability
+    changes += failure_changes(junit_failures(out / "junit.xml"), results,
+                               *known_failures(refs))
     code = verdict(changes, proc.returncode, bool(current))
     counts: dict[str, int] = {}
     for r in results:
@@ -360,7 +405,9 @@ def run(args) -> int:
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "exit": code, "verdict": EXIT_TEXT[code],
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,
-        "previous": previous_label(args, prev_path) if previous is not None else None,
+        "previous": next((r.label for r in refs if r.same_board), None),
+        "boards": [r.as_dict() for r in refs],
+        "first_night": any(r.first_night for r in refs),
         "environment": {"before": before, "after": after, "toolkit": toolkit(),
                         "CUDA_CACHE_DISABLE": env["CUDA_CACHE_DISABLE"],
                         "throttling": throttling(before, after)},

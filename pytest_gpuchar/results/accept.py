@@ -18,10 +18,17 @@ from . import expectations as E
 REFUSED_STATUSES = ("invalid", "unstable", "error", "info")
 
 
+FLEET_MODES = ("extend", "replace")
+
+
 @dataclass
 class Acceptance:
     level: str                       # "device" (each result's own device) or "arch"
     root: Path
+    # device level: "extend" adds this board to the model's boards (every other board's
+    # figure kept, the range spanning them all); "replace" makes this board's figure the
+    # model's alone (an explicit choice: --gpuchar-accept-fleet=replace)
+    fleet: str = "extend"
     candidates: list[dict] = field(default_factory=list)   # results of tests that may write
     accepted: list[dict] = field(default_factory=list)
     refused: list[dict] = field(default_factory=list)
@@ -50,6 +57,7 @@ class Acceptance:
     def write(self, store: E.Store) -> None:
         """Write every acceptable candidate into its arch's file of its topic."""
         by_file: dict[tuple[Path, str], dict[str, dict]] = {}
+        raws: dict[tuple[Path, str], dict[str, dict]] = {}
         for r in self.candidates:
             device = (r.get("provenance") or {}).get("device", "") \
                 if self.level == "device" else ""
@@ -60,10 +68,19 @@ class Acceptance:
                 continue
             path = E.file_for(r["key"], r["arch"], self.root)
             old = current_entry(store, r["arch"], r["key"], device or None)
-            entry = E.measured_entry(r, old)
+            raw = raw_entries(raws, path, device).get(r["key"]) if device else None
+            if raw and self.fleet == "extend":
+                entry = E.fleet_entry(r, {**raw, "tolerance": raw.get("tolerance")
+                                          or old.get("tolerance")})
+            elif device and self.fleet == "extend":
+                entry = E.fleet_entry(r, old)
+            else:
+                entry = E.measured_entry(r, old)
             by_file.setdefault((path, device), {})[r["key"]] = entry
-            self.accepted.append({"key": r["key"], "arch": r["arch"], "old": old.get("value"),
-                                  "new": entry["value"], "unit": entry["unit"],
+            self.accepted.append({"key": r["key"], "arch": r["arch"],
+                                  "old": (raw or {}).get("range") or old.get("value"),
+                                  "new": entry.get("range") or entry["value"],
+                                  "unit": entry["unit"],
                                   "tolerance": entry["tolerance"], "file": str(path),
                                   "device": device or "(arch level)"})
         for (path, device), entries in sorted(by_file.items()):
@@ -72,6 +89,13 @@ class Acceptance:
 
     def as_meta(self) -> dict:
         return {"level": self.level, "accepted": self.accepted, "refused": self.refused}
+
+
+def raw_entries(cache: dict, path: Path, device: str) -> dict[str, dict]:
+    """The device section of a file as YAML data (each file read once per acceptance)."""
+    if (path, device) not in cache:
+        cache[(path, device)] = E.section_entries(path, device)
+    return cache[(path, device)]
 
 
 def current_entry(store: E.Store, arch: str, key: str, device: str | None) -> dict:

@@ -95,90 +95,124 @@ def other_board(old: dict, new: dict) -> tuple[str, str] | None:
 
 def compare(current: list[dict], previous: list[dict] | None, *,
             noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None,
-            previous_skipped: dict[str, str] | None = None) -> list[Change]:
+            previous_skipped: dict[str, str] | None = None,
+            other_board_run: str = "") -> list[Change]:
     """Classify every characteristic of tonight's run against the expectations (its own
     status) and against the previous run (values, statuses, presence). `skipped`: tonight's
     skipped tests and their reasons (junit_skips); `previous_skipped`: the previous run's tests
     skipped for what their own measurement saw (its report's meta "measured_skips"), whose
     figures measured tonight are notes, as tonight's such skips are for the missing ones.
 
-    Against a run of another board (a fresh machine's first night compared with the committed
-    baseline of its model), a value that moved while both runs pass its expectation is a
-    note: boards of one model differ by what the expectations' fleet ranges and tolerances
-    allow, so the move says nothing about a driver or compiler. On one board every move beyond
-    the noise stays a change; an expectation failed, a status, a mapping or a SASS difference
-    is reported the same on either."""
+    Two questions are answered apart. *Conformance* is each result's own status against the
+    model's expectation: a figure out of tolerance is a regression on any night, the first
+    one included. *Change* is asked only of the same board: against a run of another board
+    (`other_board_run` names it, or the results' provenance names two UUIDs) every
+    difference - a value, a status, a figure one run has and the other not - is a note,
+    never a change: boards of one model differ by what the fleet ranges allow, and the move
+    says nothing about a driver or compiler. A figure new to the suite (absent from the
+    previous run of the same board) is a note too."""
     changes: list[Change] = []
     cur = _index(current)
     prev = _index(previous) if previous is not None else None
     for (arch, key), r in cur.items():
-        st = r.get("status", "")
         p = prev.get((arch, key)) if prev is not None else None
         base = dict(key=key, arch=arch, new=r.get("value"), unit=r.get("unit", ""),
                     tolerance=" ".join(x for x in (r.get("expected", ""),
                                                    f"[{r['source']}]" if r.get("source") else "")
                                        if x),
-                    status_new=st, old=p.get("value") if p else None,
+                    status_new=r.get("status", ""), old=p.get("value") if p else None,
                     status_old=p.get("status", "") if p else "")
-        if st in ("fail", "error"):
-            if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
-                # failed last night too, with the same value: known, not a change
-                changes.append(Change("expectation", "note", detail=(
-                    "still out of tolerance, as in the previous run: "
-                    + (r.get("detail") or ""))[:300], **base))
-            else:
-                changes.append(Change("expectation", "regression",
-                                      detail=(r.get("detail") or "")[:300], **base))
-            continue
-        if st == "invalid":
-            if p is not None and p.get("status") != "invalid":
-                changes.append(Change("invalid", "regression",
-                                      detail=(r.get("detail") or "")[:300], **base))
-            continue
-        if prev is None:
-            continue
-        if p is None:
-            why = (previous_skipped or {}).get(r.get("test") or "", "")
-            if measured_skip(why):
-                changes.append(Change("new", "note", detail=(
-                    f"not measured in the previous run: {why}")[:300], **base))
-            else:
-                changes.append(Change("new", "change", detail="not in the previous run",
-                                      **base))
-            continue
-        pst = p.get("status", "")
-        if "unstable" in (st, pst):
-            if st != pst:
-                changes.append(Change("status", "note", detail=(
-                    "unstable in one run: spread too wide to compare "
-                    f"({(r.get('detail') or p.get('detail') or '')[:160]})"), **base))
-            continue
-        if st == "info" or pst == "info":
-            if (r.get("detail"), r.get("expected")) != (p.get("detail"), p.get("expected")):
-                changes.append(Change("mapping", "change", detail=f"{p.get('detail')} -> "
-                                                                  f"{r.get('detail')}", **base))
-            continue
-        if pst in ("fail", "error", "invalid") and st in GOOD:
-            changes.append(Change("status", "change", detail=f"{pst} -> {st}", **base))
-            continue
-        if moved(p, r, noise_rel):
-            boards = other_board(p, r)
-            declared = declared_noise(p, r)
-            if boards and st == pst == "pass":
-                changes.append(Change("value", "note", detail=(
-                    f"another board ({boards[0][:12]} -> {boards[1][:12]}), within the "
-                    f"expectation in both runs"), **base))
-            elif declared and not moved(p, r, max(noise_rel, declared[0])):
-                a, b = number(p.get("value")), number(r.get("value"))
-                changes.append(Change("value", "note", detail=(
-                    f"moved {abs(b - a) / max(abs(a), 1e-300):.1%}, within the run-to-run "
-                    f"noise of ±{declared[0]:.1%} its expectation declares "
-                    f"({declared[1]})")[:300], **base))
-            else:
-                changes.append(Change("value", "change", **base))
+        other = other_board_run or (" -> ".join(b[:12] for b in other_board(p, r))
+                                    if p is not None and other_board(p, r) else "")
+        if other:
+            c = _against_other_board(r, p, base, other, noise_rel)
+        else:
+            c = _against_same_board(r, p, base, prev is not None, noise_rel,
+                                    previous_skipped or {})
+        if c is not None:
+            changes.append(c)
     if prev is not None:
-        changes += _missing(cur, prev, skipped or {})
+        changes += _missing(cur, prev, skipped or {}, other_board_run)
     return changes
+
+
+def _conformance(r: dict, base: dict) -> Change | None:
+    """Is this board within its model's range: a figure out of tolerance (or in error) is a
+    regression on any night."""
+    if r.get("status") in ("fail", "error"):
+        return Change("expectation", "regression", detail=(r.get("detail") or "")[:300],
+                      **base)
+    return None
+
+
+def _against_other_board(r: dict, p: dict | None, base: dict, other: str,
+                         noise_rel: float) -> Change | None:
+    """Tonight's figure beside another board's run: conformance, and notes for the rest."""
+    st = r.get("status", "")
+    c = _conformance(r, base)
+    if c is not None:
+        return c
+    if p is None:
+        return Change("new", "note", detail=f"not in the run of the other board ({other}): "
+                                            f"nothing of this board's own to compare with",
+                      **base) if st in GOOD else None
+    pst = p.get("status", "")
+    if st != pst:
+        return Change("status", "note", detail=f"{pst} on the other board, {st} on this one "
+                                               f"({other})", **base)
+    if st in GOOD and moved(p, r, noise_rel):
+        return Change("board", "note", detail=(
+            f"another board ({other}): boards of one model differ; this board's own "
+            f"history decides whether it moved"), **base)
+    return None
+
+
+def _against_same_board(r: dict, p: dict | None, base: dict, have_prev: bool,
+                        noise_rel: float, previous_skipped: dict[str, str]) -> Change | None:
+    """Tonight's figure against the same board's previous run (or none: the first night)."""
+    st = r.get("status", "")
+    if st in ("fail", "error"):
+        if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
+            # failed last night too, with the same value: known, not a change
+            return Change("expectation", "note", detail=(
+                "still out of tolerance, as in the previous run: "
+                + (r.get("detail") or ""))[:300], **base)
+        return _conformance(r, base)
+    if st == "invalid":
+        if p is not None and p.get("status") != "invalid":
+            return Change("invalid", "regression", detail=(r.get("detail") or "")[:300], **base)
+        return None
+    if not have_prev:
+        return None
+    if p is None:
+        why = previous_skipped.get(r.get("test") or "", "")
+        detail = f"not measured in the previous run: {why}" if measured_skip(why) else \
+            "new to the suite since this board's previous run"
+        return Change("new", "note", detail=detail[:300], **base)
+    pst = p.get("status", "")
+    if "unstable" in (st, pst):
+        if st != pst:
+            return Change("status", "note", detail=(
+                "unstable in one run: spread too wide to compare "
+                f"({(r.get('detail') or p.get('detail') or '')[:160]})"), **base)
+        return None
+    if st == "info" or pst == "info":
+        if (r.get("detail"), r.get("expected")) != (p.get("detail"), p.get("expected")):
+            return Change("mapping", "change", detail=f"{p.get('detail')} -> "
+                                                      f"{r.get('detail')}", **base)
+        return None
+    if pst in ("fail", "error", "invalid") and st in GOOD:
+        return Change("status", "change", detail=f"{pst} -> {st}", **base)
+    if not moved(p, r, noise_rel):
+        return None
+    declared = declared_noise(p, r)
+    if declared and not moved(p, r, max(noise_rel, declared[0])):
+        a, b = number(p.get("value")), number(r.get("value"))
+        return Change("value", "note", detail=(
+            f"moved {abs(b - a) / max(abs(a), 1e-300):.1%}, within the run-to-run "
+            f"noise of ±{declared[0]:.1%} its expectation declares "
+            f"({declared[1]})")[:300], **base)
+    return Change("value", "change", **base)
 
 
 # a hardware test skipped for what its own measurement saw (e.g. no SM seeing a far L2 level)
@@ -191,17 +225,24 @@ def measured_skip(reason: str) -> bool:
     return reason.startswith("hardware: ") and not reason.startswith(_MACHINE_SKIPS)
 
 
-def _missing(cur: dict, prev: dict, skipped: dict[str, str]) -> list[Change]:
+def _missing(cur: dict, prev: dict, skipped: dict[str, str],
+             other_board_run: str = "") -> list[Change]:
     """Characteristics measured in the previous run and absent tonight: regressions, except
     those of a test whose probe is declared unmeasurable tonight or that skipped for what its
-    measurement saw tonight (notes, with the reason)."""
+    measurement saw tonight (notes, with the reason), and every one when the previous run was
+    another board's (a note: nothing says this board ever measured it)."""
     declared = {r.get("test") for (_, k), r in cur.items() if k.startswith("unmeasurable.")}
     out = []
     for (arch, key), p in prev.items():
         if (arch, key) in cur or p.get("status") not in GOOD + ("unstable",):
             continue
         reason = skipped.get(p.get("test") or "", "")
-        if p.get("test") in declared:
+        if other_board_run:
+            out.append(Change("missing", "note", key=key, arch=arch, old=p.get("value"),
+                              unit=p.get("unit", ""), status_old=p.get("status", ""),
+                              detail=f"measured on the other board ({other_board_run}), not "
+                                     f"tonight" + (f": {reason}" if reason else "")))
+        elif p.get("test") in declared:
             out.append(Change("missing", "note", key=key, arch=arch, old=p.get("value"),
                               unit=p.get("unit", ""), status_old=p.get("status", ""),
                               detail="declared unmeasurable tonight (expectation file)"))

@@ -84,6 +84,10 @@ class Expected:
     # within it between two runs of one board are notes in the nightly, not changes
     noise_rel: float = 0.0
     noise_source: str = ""
+    # a board-dependent figure: how many boards of the model its range spans
+    # (provenance.boards) and the rule that made the range from them (provenance.fleet.rule)
+    boards: int = 0
+    fleet_rule: str = ""
 
     @property
     def numeric(self) -> bool:
@@ -112,7 +116,8 @@ class Expected:
             tol.append(f"±{self.rel_tol:.0%}")
         t = f" ({' or '.join(tol)})" if tol else ""
         if self.range is not None:
-            return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}"
+            over = f" over {self.boards} boards" if self.boards > 1 else ""
+            return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}{over}"
         if self.one_of is not None:
             return f"one of {', '.join(f'{v:g}' for v in self.one_of)} {self.unit}{t}"
         if self.value is not None:
@@ -274,9 +279,33 @@ def _entry(path: Path, key: str, node, key_node=None) -> Expected:
     text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
     if "source" not in text:
         raise _err(path, at, key, "missing 'source'")
+    boards, rule = _fleet(path, key, fields["provenance"]) if "provenance" in fields \
+        else (0, "")
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
-                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source)
+                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source, boards, rule)
+
+
+def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
+    """The boards an entry's range spans (`provenance.boards`: board -> its value) and the
+    rule that made the range (`provenance.fleet.rule`); the rest of a provenance is free."""
+    kn, node = pair
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, f"{key}.provenance", "expected a mapping")
+    prov = {k: (kkn, v) for k, kkn, v in _mapping_items(path, node, f"{key}.provenance")}
+    n = 0
+    if "boards" in prov:
+        for b, bkn, bv in _mapping_items(path, prov["boards"][1], f"{key}.provenance.boards"):
+            _number(path, bv, f"{key}.provenance.boards.{b}")
+            n += 1
+    rule = ""
+    if "fleet" in prov:
+        fleet = {k: v for k, _, v in _mapping_items(path, prov["fleet"][1],
+                                                   f"{key}.provenance.fleet")}
+        if "rule" not in fleet:
+            raise _err(path, prov["fleet"][1], f"{key}.provenance.fleet", "missing 'rule'")
+        rule = str(_construct(fleet["rule"]))
+    return n, rule
 
 
 def _noise(path: Path, key: str, pair) -> tuple[float, str]:
@@ -558,10 +587,11 @@ def fleet_entry(r: dict, old: dict, **tol) -> dict:
     """A device (model) entry that holds for every board of the model measured so far: each
     board's latest value in provenance.boards; one board gives a value, several a range from
     the lowest to the highest, judged with the entry's tolerance at either end. An entry
-    written before boards were recorded counts as its own board (provenance.uuid). The
-    boards' figures differ by more than each repeats to (two H100s: L2 hit 285 and 272
-    cycles, cluster barrier 757 and 683), and a nightly on any board of the model is judged
-    against the model's entry."""
+    written before boards were recorded counts as its own board (provenance.uuid). An entry
+    a fleet sample made (provenance.fleet: its rule, sigma, dates) keeps them, the new board
+    counted in. Boards of one model differ by more than each repeats, and a nightly on any
+    board of the model is judged against the model's entry: accepting one board adds it to
+    the fleet, it never replaces the others."""
     entry = measured_entry(r, old, **tol)
     prev = old.get("provenance") or {}
     boards = dict(prev.get("boards") or {})
@@ -571,10 +601,20 @@ def fleet_entry(r: dict, old: dict, **tol) -> dict:
     if not this:
         return entry
     boards[this] = entry["value"]
+    fleet = dict(prev.get("fleet") or {})
+    if fleet:
+        day = str((r.get("provenance") or {}).get("date", ""))[:10]
+        dates = sorted(d for d in [*(fleet.get("dates") or []), day] if d)
+        fleet.update(boards=len(boards), dates=[dates[0], dates[-1]] if dates else [])
+        entry["provenance"]["fleet"] = fleet
+        entry["source"] = (f"fleet sample of {len(boards)} {r['provenance'].get('device', '?')} "
+                           f"boards, runs of {fleet['dates'][0]} to {fleet['dates'][-1]} "
+                           f"(provenance.fleet); {this} accepted {day}")
     if len(set(boards.values())) > 1:
         del entry["value"]
         entry = {"range": [min(boards.values()), max(boards.values())], **entry}
-        entry["source"] = f"{entry['source']}; {len(boards)} boards (provenance.boards)"
+        if not fleet:
+            entry["source"] = f"{entry['source']}; {len(boards)} boards (provenance.boards)"
     entry["provenance"]["boards"] = dict(sorted(boards.items()))
     return entry
 

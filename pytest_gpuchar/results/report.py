@@ -76,6 +76,24 @@ class Recorder:
         mpath.write_text(self.markdown())
         return jpath, mpath
 
+    def board_dependent(self) -> list[str]:
+        """Conformance of the figures that vary from board to board: each against its
+        model's range from a fleet sample (the expectation's provenance names the boards)."""
+        dep = [r for r in self.results if r.boards > 1]
+        if not dep:
+            return []
+        out = ["## Board-dependent figures", "",
+               f"{len(dep)} figures vary from board to board; each is judged against its "
+               f"model's range from a fleet sample (boards, dates and rule in the expectation's "
+               f"provenance). {sum(r.status == Status.FAIL for r in dep)} outside it.", "",
+               "| arch | characteristic | board | measured | unit | model's range | boards "
+               "| status |", "|---|---|---|---|---|---|---|---|"]
+        for r in dep:
+            val = "" if r.value is None else f"{r.value:.4g}"
+            out.append(f"| {r.arch} | {r.key} | {str(r.provenance.get('uuid', ''))[:12]} | "
+                       f"{val} | {r.unit} | {r.expected} | {r.boards} | {r.status.value} |")
+        return out + [""]
+
     def markdown(self) -> str:
         m = self.meta
         out = ["# pytest-gpuchar run", ""]
@@ -109,6 +127,7 @@ class Recorder:
                 out.append(f"| {r.arch} | {r.key} | {val} | {r.unit} | {spr} | {r.expected} | "
                            f"{dev} | {r.status.value} | {detail} |")
             out.append("")
+        out += self.board_dependent()
         out += fleet.markdown(fleet.compare(self.results))
         if self.generations is not None:
             out += generations.markdown(self.generations)

@@ -169,18 +169,39 @@ def _acceptance(tr, acc: dict | None) -> None:
     _line(tr, f"expectations accepted ({acc['level']} level): {len(done)}; refused: "
               f"{len(refused)}")
     for a in done[:MAX_LISTED]:
-        old = "-" if a["old"] is None else f"{a['old']:g}"
         tol = ", ".join(f"{k} {v:g}" for k, v in a["tolerance"].items())
-        _line(tr, f"  {a['arch']} {a['key']}: {old} -> {a['new']:g} {a['unit']} (tolerance "
-                  f"{tol}) [{a['device']}]")
+        _line(tr, f"  {a['arch']} {a['key']}: {_figure(a['old'])} -> {_figure(a['new'])} "
+                  f"{a['unit']} (tolerance {tol}) [{a['device']}]")
     if len(done) > MAX_LISTED:
         _line(tr, f"  ... {len(done) - MAX_LISTED} more in the report")
     for why, n in Counter(r["why"] for r in refused).most_common(10):
         _line(tr, f"  refused {n}: {why}")
 
 
+def _figure(v) -> str:
+    """A value, or a range over boards, as the acceptance lists it."""
+    if v is None:
+        return "-"
+    if isinstance(v, (list, tuple)):
+        return "-".join(f"{x:g}" for x in v)
+    return f"{v:g}"
+
+
+def _board_dependent(tr, rec) -> None:
+    """The figures judged against a model's range from a fleet sample (conformance)."""
+    dep = [r for r in rec.results if r.boards > 1]
+    if not dep:
+        return
+    spans = sorted({r.boards for r in dep})
+    out = [r for r in dep if r.status == Status.FAIL]
+    _line(tr, f"board-dependent: {len(dep)} figures judged against their model's range from "
+              f"a fleet sample (over {spans[0]}-{spans[-1]} boards); {len(out)} outside it",
+          **({"red": True} if out else {}))
+
+
 def _fleet(tr, rec) -> None:
     from . import fleet
+    _board_dependent(tr, rec)
     rows = fleet.compare(rec.results)
     if not rows:
         return

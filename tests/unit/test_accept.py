@@ -189,3 +189,71 @@ def test_yaml_edit_replaces_in_place_and_appends_new_keys():
                                                            "c.z": {"value": 4}})
     assert out == text.replace("  a.x:   # first\n    value: 1\n", "  a.x:\n    value: 3\n") \
         + "  c.z:\n    value: 4\n"
+
+
+FLEET = """\
+schema: 1
+arch: sm_90
+characteristics:
+  latency.a:
+    value: 4
+    unit: cycles/op
+    tolerance: {abs: 1, rel: 0.1}
+    source: measured 2026-11-01 on FAKE H200
+devices:
+  FAKE H200:
+    characteristics:
+      latency.a:
+        range: [4.1, 4.3]
+        unit: cycles/op
+        tolerance: {abs: 0.5}
+        source: measured 2026-11-23 on FAKE H200; 2 boards (provenance.boards)
+        provenance:
+          uuid: GPU-d5b5446f-a262-5ac0-2c5e-b67b1edbc94d
+          boards: {GPU-c0d1af1c: 4.1, GPU-d5b5446f: 4.3}
+          fleet: {rule: the test's rule, boards: 2, dates: ['2026-11-23', '2026-11-23']}
+"""
+
+
+@pytest.fixture
+def fleet_run(pytester):
+    """A board not in the model's fleet (GPU-064f5149) accepting its figure."""
+    (pytester.path / "expectations").mkdir()
+    (pytester.path / "expectations" / "sm_90.yaml").write_text(FLEET)
+    pytester.makeconftest(FAKE_GPU.replace(
+        '"580.159.04", "13.0", "13.0")',
+        '"580.159.04", "13.0", "13.0", uuid="GPU-064f5149-0000-0000-0000-000000000000")'))
+    pytester.makepyfile(test_hw=TESTS)
+
+    def _run(*args):
+        pytester.runpytest_subprocess("--gpu-arch=sm_90", "-p", "no:cacheprovider",
+                                      "--snapshot-update", "-k", "test_ok", *args)
+        text = (pytester.path / "expectations" / "sm_90.yaml").read_text()
+        return E.parse(text, E.Path("sm_90.yaml")), yamledit_data(text)
+    return _run
+
+
+def yamledit_data(text):
+    import yaml
+    return yaml.safe_load(text)["devices"]["FAKE H200"]["characteristics"]["latency.a"]
+
+
+def test_accepting_a_board_adds_it_to_the_fleet_and_keeps_the_others(fleet_run):
+    """Issue 29: --snapshot-update on one board replaced a two-board range by that board's
+    figure and dropped the others. It now adds the board: the range spans all three, the
+    other boards' figures, the tolerance and the fleet's rule are kept."""
+    e, raw = fleet_run()
+    a = e.devices["FAKE H200"]["latency.a"]
+    assert a.range == (4.1, 4.5) and a.boards == 3 and a.abs_tol == 0.5
+    assert raw["provenance"]["boards"] == {"GPU-064f5149": 4.5, "GPU-c0d1af1c": 4.1,
+                                           "GPU-d5b5446f": 4.3}
+    assert raw["provenance"]["fleet"]["rule"] == "the test's rule"
+    assert raw["provenance"]["fleet"]["boards"] == 3
+    assert "over 3 boards" in a.describe()
+
+
+def test_replacing_the_models_range_is_an_explicit_choice(fleet_run):
+    e, raw = fleet_run("--gpuchar-accept-fleet=replace")
+    a = e.devices["FAKE H200"]["latency.a"]
+    assert a.value == 4.5 and a.range is None and a.boards == 0
+    assert "boards" not in raw["provenance"]

@@ -50,16 +50,19 @@ def test_classification():
     assert got["cpi.mul"].severity == "change" and got["cpi.mul"].kind == "value"
     assert got["throughput.fma.ffma"].severity == "change"
     assert got["latency.flaky"].severity == "note"
-    assert got["latency.new"].kind == "new" and got["latency.new"].severity == "change"
+    # a figure new to the suite is a note, never a change (issue 29)
+    assert got["latency.new"].kind == "new" and got["latency.new"].severity == "note"
+    assert "new to the suite" in got["latency.new"].detail
     assert got["latency.gone"].kind == "missing" and got["latency.gone"].severity == "regression"
     assert "sass.add" not in got
     assert ch.verdict(list(got.values()), 1, True) == ch.EXIT_REGRESSION
 
 
 def test_another_boards_values_within_their_expectation_are_notes():
-    """A fresh machine against the committed baseline of its model: a value that moved while
-    passing in both runs is a board-to-board note; on the same board, with one board unnamed,
-    or with the expectation failed or absent ("measured"), it is a change or a regression."""
+    """A fresh machine against the committed baseline of its model: every difference from
+    the other board (a value, a figure without expectation, a status) is a note; only the
+    figure out of tolerance (conformance) is a regression. On the same board, or with one
+    board unnamed, a move is a change."""
     def on(uuid, *a, **kw):
         return R(*a, provenance={"uuid": uuid}, **kw)
     prev = [on("GPU-aaaa", "latency.l2", 270.0), on("GPU-aaaa", "dsm.c2", 181.0),
@@ -70,14 +73,31 @@ def test_another_boards_values_within_their_expectation_are_notes():
            on("GPU-bbbb", "latency.add", 9.0, status="fail")]
     got = {c.key: c for c in ch.compare(cur, prev)}
     assert got["latency.l2"].severity == got["dsm.c2"].severity == "note"
+    assert got["dsm.c2"].kind == "board"
     assert got["dsm.c2"].detail.startswith("another board (GPU-aaaa -> GPU-bbbb)")
-    assert got["fp8.throughput"].severity == "change"
+    assert got["fp8.throughput"].severity == "note"
     assert got["latency.add"].severity == "regression"
-    assert ch.verdict([got["latency.l2"], got["dsm.c2"]], 0, True) == ch.EXIT_NO_CHANGE
+    assert ch.verdict([got["latency.l2"], got["dsm.c2"], got["fp8.throughput"]], 0, True) \
+        == ch.EXIT_NO_CHANGE
     same = [on("GPU-aaaa", "latency.l2", 276.0)]
     assert [c.severity for c in ch.compare(same, prev[:1])] == ["change"]
     unnamed = [R("latency.l2", 276.0)]
     assert [c.severity for c in ch.compare(unnamed, prev[:1])] == ["change"]
+
+
+def test_a_board_to_board_difference_is_a_note_even_without_uuids_in_results():
+    """The nightly knows the previous run is another board's (by the runs' UUIDs) and says
+    so: every difference is a note, what is missing too; conformance still decides."""
+    prev = [R("l2.gpu", 4060.0, unit="B/clk"), R("gone", 3.0)]
+    cur = [R("l2.gpu", 3940.0, unit="B/clk"), R("new.one", 1.0)]
+    got = {c.key: c for c in ch.compare(cur, prev, other_board_run="GPU-6e184aae")}
+    assert {k: (c.kind, c.severity) for k, c in got.items()} == {
+        "l2.gpu": ("board", "note"), "new.one": ("new", "note"), "gone": ("missing", "note")}
+    assert ch.verdict(list(got.values()), 0, True) == ch.EXIT_NO_CHANGE
+    bad = ch.compare([R("l2.gpu", 3000.0, unit="B/clk", status="fail")], prev,
+                     other_board_run="GPU-6e184aae")
+    assert [(c.kind, c.severity) for c in bad if c.key == "l2.gpu"] == [
+        ("expectation", "regression")]
 
 
 def test_a_move_within_the_declared_run_to_run_noise_is_a_note():
@@ -112,9 +132,9 @@ def test_a_figure_the_previous_runs_measurement_skipped_is_a_note():
     (c,) = ch.compare(cur, [], previous_skipped={test: why})
     assert (c.kind, c.severity) == ("new", "note") and why in c.detail
     (c,) = ch.compare(cur, [], previous_skipped={test: "hardware: no GPU: CuPy missing"})
-    assert (c.kind, c.severity) == ("new", "change")
+    assert (c.kind, c.severity) == ("new", "note") and "new to the suite" in c.detail
     (c,) = ch.compare(cur, [])
-    assert c.severity == "change"
+    assert c.severity == "note"
 
 
 def test_probe_becoming_invalid_is_a_regression():

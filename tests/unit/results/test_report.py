@@ -162,3 +162,21 @@ def test_a_figure_two_tests_report_is_kept_once():
     rec.add(Result("latency.add.f16", "sm_90", "pass", 4.5, "cycles", test="t_ii",
                    provenance=prov))
     assert len(rec.results) == 3
+
+
+def test_a_board_dependent_figure_is_judged_against_its_fleet_range_and_says_so(tmp_path):
+    exp = Expected("l2.gpu", "B/clk", range=(3950.0, 4073.0), rel_tol=0.02, source="fleet",
+                   boards=10, fleet_rule="the rule")
+    prov = {"uuid": "GPU-6e184aae-0000", "device": "NVIDIA H100 80GB HBM3"}
+    inside = judge(Measurement("l2.gpu", 3940.7, "B/clk"), "sm_90", exp, provenance=prov)
+    outside = judge(Measurement("l2.gpu", 3700.0, "B/clk"), "sm_90", exp, provenance=prov)
+    assert inside.status == Status.PASS and outside.status == Status.FAIL
+    assert inside.boards == 10 and inside.expected == "3950-4073 B/clk (±2%) over 10 boards"
+    rec = Recorder()
+    rec.add(inside)
+    rec.add(Result("latency.add", "sm_90", Status.PASS, 4.0, "cycles"))
+    md = rec.markdown()
+    assert "## Board-dependent figures" in md and "1 figures vary from board to board" in md
+    assert "| sm_90 | l2.gpu | GPU-6e184aae | 3941 | B/clk | 3950-4073 B/clk (±2%) over 10 " \
+           "boards | 10 | pass |" in md
+    assert json.loads(json.dumps(rec.to_json()))["results"][0]["boards"] == 10

@@ -1,0 +1,136 @@
+"""A model's board-dependent ranges from a fleet sample (results/fleetsample.py) and the
+`gpuchar-expectations fleet` command: which figures are board-dependent, the rule's range and
+tolerance, provenance, the writer keeping every other entry, and a board outside the sample
+(a hold-out) judged by the result."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from pytest_gpuchar.cli import expectations as cli
+from pytest_gpuchar.results import expectations as E
+from pytest_gpuchar.results import fleetsample as F
+
+MODEL = "NVIDIA H100 80GB HBM3"
+FILE = """\
+schema: 1
+arch: sm_90
+characteristics:
+  latency.add:
+    value: 4
+    unit: cycles
+    tolerance: {abs: 0.5}
+    source: paper
+  l2.gpu:
+    value: 4060
+    unit: B/clk
+    tolerance: {rel: 0.02}
+    source: measured 2026-11-23 on NVIDIA H100 80GB HBM3
+    note: the whole-GPU L2 stream
+"""
+
+
+def board(i: int) -> str:
+    return f"GPU-{i:08x}-0000-0000-0000-000000000000"
+
+
+def run(b: str, date: str, **figures) -> list[dict]:
+    return [{"key": k.replace("_", "."), "arch": "sm_90", "status": "pass", "value": v,
+             "unit": "B/clk" if k.startswith("l2") else "cycles", "spread": 0.0,
+             "method": "m", "provenance": {"uuid": b, "device": MODEL, "date": date}}
+            for k, v in figures.items()]
+
+
+# ten boards 3% apart on the L2 stream, each measured twice (0.2-0.5% between its nights);
+# every board reads 4 cycles for the add
+L2 = [3940, 3962, 3980, 4001, 4015, 4030, 4044, 4050, 4061, 4058]
+SAMPLE = [run(board(i), f"2026-11-2{n}T00:00:00", l2_gpu=v * (1 + 0.002 * n * (-1) ** i),
+              latency_add=4.0)
+          for i, v in enumerate(L2) for n in (1, 2)]
+
+
+@pytest.fixture
+def root(tmp_path):
+    (tmp_path / "sm_90.yaml").write_text(FILE)
+    return tmp_path
+
+
+def test_a_figure_boards_disagree_on_is_board_dependent_and_one_they_agree_on_is_not(root):
+    plan = F.plan_fleet("sm_90", SAMPLE, MODEL, root=root)
+    assert list(plan.written) == ["l2.gpu"] and list(plan.agreeing) == ["latency.add"]
+    d = plan.written["l2.gpu"]
+    medians = [v * (1 + 0.003 * (-1) ** i) for i, v in enumerate(L2)]   # of its two nights
+    assert d.n_boards == 10 and d.n_runs == 20
+    assert (d.low, d.high) == pytest.approx((min(medians), max(medians)))
+    # sigma from 10 two-night moves (0.2% each): their RMS / sqrt 2
+    assert d.sigma_rel == pytest.approx(0.002 / 2 ** 0.5, rel=0.01)
+    assert "10 two-run moves" in d.sigma_basis
+    assert d.tolerance == {"rel": 0.02}        # 3 sigma < the entry's own 2%: kept
+    assert d.dates == ("2026-11-21", "2026-11-22")
+
+
+def test_the_writer_makes_a_device_entry_with_boards_dates_and_rule(root):
+    plan = F.plan_fleet("sm_90", SAMPLE, MODEL, root=root)
+    written = F.write_fleet("sm_90", plan, MODEL, root=root)
+    assert written == {root / "sm_90.yaml": ["l2.gpu"]}
+    text = (root / "sm_90.yaml").read_text()
+    assert text.startswith(FILE)                  # every other entry, byte for byte
+    raw = yaml.safe_load(text)["devices"][MODEL]["characteristics"]["l2.gpu"]
+    assert raw["note"] == "the whole-GPU L2 stream"
+    assert len(raw["provenance"]["boards"]) == 10
+    assert raw["provenance"]["fleet"]["rule"] == F.RULE
+    assert raw["provenance"]["fleet"]["dates"] == ["2026-11-21", "2026-11-22"]
+    assert raw["source"].startswith(f"fleet sample of 10 {MODEL} boards, runs of 2026-11-21")
+    e = E.parse(text, root / "sm_90.yaml").get("l2.gpu", MODEL)
+    assert e.boards == 10 and e.fleet_rule == F.RULE and "over 10 boards" in e.describe()
+    # a hold-out board 1% below the lowest sampled board conforms; 5% below does not
+    assert e.check(min(L2) * 0.99) and not e.check(min(L2) * 0.95)
+
+
+def test_a_board_measured_with_an_older_method_does_not_count(root):
+    old = run(board(99), "2026-11-01T00:00:00", l2_gpu=3000.0)
+    for r in old:
+        r["method"] = "the older method"
+    plan = F.plan_fleet("sm_90", [old, *SAMPLE], MODEL, root=root)
+    assert plan.written["l2.gpu"].n_boards == 10
+
+
+def test_noise_declared_by_the_entry_counts_towards_sigma(root):
+    fig = F.collect(SAMPLE[:6], "sm_90", MODEL)["l2.gpu"]   # 3 boards, 3 moves
+    quiet, _ = F.sigma(fig, [])
+    loud, basis = F.sigma(fig, [0.03, 0.03, 0.03])
+    assert loud > quiet and "6 two-run moves" in basis
+    single = F.collect([SAMPLE[0], SAMPLE[2]], "sm_90", MODEL)["l2.gpu"]   # no pair
+    s, basis = F.sigma(single, [])
+    assert s == 0.0 and basis == "median relative spread over launches of 2 results"
+    single.spreads.clear()
+    assert F.sigma(single, []) == (0.0, "no noise measured")
+
+
+def test_too_few_boards_and_other_models_are_left_alone(root):
+    plan = F.plan_fleet("sm_90", SAMPLE[:4], MODEL, root=root)     # 2 boards
+    assert plan.too_few == {"l2.gpu": 2, "latency.add": 2} and not plan.written
+    assert not F.collect(SAMPLE, "sm_90", "NVIDIA H200")
+
+
+def test_the_fleet_command(root, tmp_path, capsys):
+    files = []
+    for i, results in enumerate(SAMPLE):
+        p = tmp_path / f"run{i}.json"
+        p.write_text(json.dumps({"meta": {}, "results": results}))
+        files.append(str(p))
+    args = ["fleet", "--root", str(root), "--arch", "sm_90", "--model", MODEL, "--runs", *files]
+    assert cli.main([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "sample: 10 boards of NVIDIA H100 80GB HBM3 in 20 run file(s)" in out
+    assert "1 board-dependent figures; 1 agree across boards" in out
+    assert "l2.gpu: 4060-4060 ->" in out and "over 10 boards" in out
+    assert "dry run: nothing written" in out and (root / "sm_90.yaml").read_text() == FILE
+    assert cli.main(args) == 0
+    assert f"wrote 1 fleet ranges to {root / 'sm_90.yaml'}" in capsys.readouterr().out
+    # no board of the model in the runs: one clear error, nothing written
+    assert cli.main([*args[:-len(files)], files[0], "--model", "NVIDIA H200"]) == 2
+    assert "no sm_90 figure of 'NVIDIA H200'" in capsys.readouterr().err
+    assert cli.main([*args, "--min-boards", "1"]) == 2
