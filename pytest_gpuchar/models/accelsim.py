@@ -1,29 +1,26 @@
 """The part of an Accel-Sim / GPGPU-Sim configuration that a gpuchar run determines:
-instruction latency and initiation interval per op class, L1 / shared / L2 / DRAM latencies and
-the SM count, under the option names of Accel-Sim's tested configurations (``fragment``: the
-gpgpusim.config part, ``trace_fragment``: the trace.config part of its SASS trace-driven mode).
-Every value line carries a comment naming the characteristic(s) and the run it came from; what
-the run did not measure is left out, with a comment saying so, never filled in. The memory
+instruction latency and initiation interval per op class, L1 / shared / L2 / DRAM latencies,
+the SM count, clocks and unit counts, under the option names of Accel-Sim's tested
+configurations (``fragment``: the gpgpusim.config part, ``trace_fragment``: the trace.config
+part of its SASS trace-driven mode). Every value line carries a comment naming the
+characteristic(s) and the run it came from. An option the run determines none of is left out,
+with a comment saying so; an option it writes carries every value gpgpu-sim's parser reads
+(accelsim_rules), a value the run did not measure being SM90_H100's, said so in the comment,
+and every latency / interval pair enters its pipeline inside it (accelsim_units). The memory
 latencies follow the conventions of Accel-Sim's own tuner (util/tuner/GPU_Microbenchmark):
 L2 "ROP" latency = L2 hit - L1 hit, DRAM latency = DRAM - L2 hit, all in SM cycles.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
+from . import accelsim_device as device
+from . import accelsim_rules as rules
+from . import accelsim_units as units
+from .accelsim_units import Src, whole
+
 USABLE = ("pass", "measured")        # result statuses that give a number (as launch.py's export)
-SLOTS = ("ADD", "MAX", "MUL", "MAD", "DIV")   # gpgpu-sim's order in -ptx_opcode_*_{int,fp,dp}
-
-
-@dataclass(frozen=True)
-class Src:
-    """A candidate source of an option value: a characteristic key and how its value becomes
-    the option's: 'as is', 'rate' (an initiation interval from results/clk/SM: schedulers x
-    warp_size / rate) or 'mma' (the same for an m x n x k MMA from fma/clk/SM)."""
-    key: str
-    kind: str = "as is"
 
 
 @dataclass(frozen=True)
@@ -34,87 +31,10 @@ class Value:
     how: str
 
 
-def _lat(*keys: str) -> tuple[Src, ...]:
-    return tuple(Src(k) for k in keys)
-
-
-def _ii(*keys: str) -> tuple[Src, ...]:
-    return tuple(Src(k, "rate" if k.startswith("throughput.unit.") else "as is") for k in keys)
-
-
-# PTX mode: one PTX instruction of the class takes the slot's latency / initiation interval
-# (gpgpu-sim cuda-sim.cc, ptx_instruction::set_opcode_and_latency); candidates in order
-PTX_LATENCY = {
-    "int": (_lat("latency.add.u32", "latency.add.s32"),
-            _lat("latency.max.u32", "latency.max.s32", "latency.min.u32", "latency.min.s32"),
-            _lat("latency.mul.lo.u32", "latency.mul.lo.s32"),
-            _lat("latency.mad.lo.u32", "latency.mad.lo.s32"),
-            _lat("latency.div.u32", "latency.div.s32", "latency.rem.u32", "latency.rem.s32",
-                 "latency.div.u64", "latency.div.s64", "latency.rem.u64")),
-    "fp": (_lat("latency.add.f32"), _lat("latency.max.f32", "latency.min.f32"),
-           _lat("latency.mul.rn.f32", "latency.mul.f32"),
-           _lat("latency.fma.rn.f32", "latency.mad.rn.f32"), _lat("latency.div.rn.f32")),
-    "dp": (_lat("latency.add.f64"), _lat("latency.max.f64", "latency.min.f64"),
-           _lat("latency.mul.rn.f64"), _lat("latency.fma.rn.f64", "latency.mad.rn.f64"),
-           _lat("latency.div.rn.f64")),
-}
-PTX_INITIATION = {
-    "int": (_ii("throughput.unit.int.add", "cpi.add.u32", "cpi.add.s32"),
-            _ii("throughput.unit.int.minmax", "cpi.max.u32", "cpi.max.s32", "cpi.min.u32",
-                "cpi.min.s32"),
-            _ii("cpi.mul.lo.u32", "cpi.mul.lo.s32"),
-            _ii("throughput.unit.int.mad", "cpi.mad.lo.u32", "cpi.mad.lo.s32"),
-            _ii("cpi.div.u32", "cpi.div.s32", "cpi.rem.u32", "cpi.rem.s32", "cpi.div.u64",
-                "cpi.div.s64", "cpi.rem.u64")),
-    "fp": (_ii("throughput.unit.fp32.add", "cpi.add.f32"), _ii("cpi.max.f32", "cpi.min.f32"),
-           _ii("throughput.unit.fp32.mul", "cpi.mul.rn.f32"),
-           _ii("throughput.unit.fp32.fma", "cpi.fma.rn.f32", "cpi.mad.rn.f32"),
-           _ii("cpi.div.rn.f32")),
-    "dp": (_ii("throughput.unit.fp64.add", "cpi.add.f64"), _ii("cpi.max.f64", "cpi.min.f64"),
-           _ii("cpi.mul.rn.f64"), _ii("throughput.unit.fp64.fma", "cpi.fma.rn.f64",
-                                      "cpi.mad.rn.f64"),
-           _ii("cpi.div.rn.f64")),
-}
-SFU_LATENCY = _lat("latency.sin.approx.f32", "latency.cos.approx.f32", "latency.ex2.approx.f32",
-                   "latency.lg2.approx.f32", "latency.rsqrt.approx.f32",
-                   "latency.rcp.approx.f32", "latency.sqrt.approx.f32")
-SFU_INITIATION = _ii("throughput.unit.sfu.sin", "throughput.unit.sfu.ex2",
-                     "throughput.unit.sfu.lg2", "throughput.unit.sfu.rsqrt",
-                     "throughput.unit.sfu.sqrt", "cpi.sin.approx.f32", "cpi.ex2.approx.f32")
-# PTX mode's tensor op is wmma.mma; ".cycles" is one warp's cycles per wmma of an independent
-# sequence, the unit's initiation interval
-TENSOR_LATENCY = _lat("tensor.wmma.f16.f32.m16n16k16.completion_latency",
-                      "tensor.wmma.f16.f16.m16n16k16.completion_latency")
-TENSOR_INITIATION = _lat("tensor.wmma.f16.f32.m16n16k16.cycles",
-                         "tensor.wmma.f16.f16.m16n16k16.cycles")
-
-# trace mode: per SASS instruction of the unit (Accel-Sim ISA_Def/hopper_opcode.h: IADD3 and
-# IMAD -> INTP_OP, FFMA -> SP_OP, DFMA -> DP_OP, MUFU -> SFU_OP, HMMA -> SPECIALIZED_UNIT_3_OP)
-TRACE = {
-    "int": (_lat("latency.add.u32", "latency.add.s32"),
-            _ii("throughput.unit.int.add", "cpi.add.u32")),
-    "sp": (_lat("latency.fma.rn.f32", "latency.add.f32"),
-           _ii("throughput.unit.fp32.fma", "throughput.unit.fp32.add", "cpi.fma.rn.f32")),
-    "dp": (_lat("latency.fma.rn.f64", "latency.add.f64"),
-           _ii("throughput.unit.fp64.fma", "throughput.unit.fp64.add", "cpi.fma.rn.f64")),
-    "sfu": ((), _ii("throughput.unit.sfu.ex2", "throughput.unit.sfu.sin",
-                    "throughput.unit.sfu.lg2", "throughput.unit.sfu.rsqrt",
-                    "throughput.unit.sfu.sqrt")),
-    "tensor": (_lat("tensor.mma.f16.f32.m16n8k16.completion_latency",
-                    "tensor.mma.f16.f16.m16n8k16.completion_latency"),
-               (Src("tensor.mma.f16.f32.m16n8k16.throughput_peak", "mma"),
-                Src("tensor.mma.f16.f16.m16n8k16.throughput_peak", "mma"))),
-}
-
 UPSTREAM_GPGPUSIM = ("accel-sim/gpgpu-sim_distribution "
                      "configs/tested-cfgs/SM90_H100/gpgpusim.config")
 UPSTREAM_TRACE = ("accel-sim/accel-sim-framework "
                   "gpu-simulator/configs/tested-cfgs/SM90_H100/trace.config")
-
-
-def whole(x: float) -> int:
-    """An integer option from a measured value: rounded half up, at least 1."""
-    return max(1, math.floor(x + 0.5))
 
 
 class Measurements:
@@ -199,83 +119,47 @@ def _header(w: Writer, meta: dict, params: dict, what: str, upstream: str) -> No
               f"ptxas {meta.get('ptxas', '?')}")
     w.comment("option names as in Accel-Sim's tested config")
     w.comment(f"  {upstream}")
-    w.comment("merge into such a config. Integer options are the measured values rounded; what")
-    w.comment("the run did not measure is left out (a comment says so), never filled in.")
+    w.comment(f"merge after {rules.BASE_NAME} ({rules.BASE_SOURCE}).")
+    w.comment("Integer options are the measured values rounded. An option is written with every")
+    w.comment("value gpgpu-sim reads from it; a value the run did not measure is the base's, and")
+    w.comment("its comment says so. What the run determines nothing of is left out.")
 
 
-def _slot_values(m: Measurements, slots: tuple[tuple[Src, ...], ...]) -> list[Value | None]:
-    return [m.first(cands) for cands in slots]
+def _pair_lines(w: Writer, p: units.Pair, cls: str) -> None:
+    names = units.SLOTS[cls]
+    label = f"<{','.join(names)}> " if len(names) > 1 else ""
+    lead = "" if p.measured else (f"not measured: written only to keep {rules.BASE_NAME}'s "
+                                  f"values inside their pipeline; ")
+    w.option(rules.latency_option(cls), ",".join(str(s.value) for s in p.lat),
+             lead + label + "; ".join(s.text() for s in p.lat))
+    w.option(rules.initiation_option(cls), ",".join(str(s.value) for s in p.ii),
+             lead + label + "; ".join(s.text() for s in p.ii))
 
 
-def _missing(slots: tuple[tuple[Src, ...], ...], got: list[Value | None]) -> str:
-    return "; ".join(f"{name} (looked for {', '.join(s.key for s in cands)})"
-                     for name, cands, v in zip(SLOTS, slots, got) if v is None)
-
-
-def _ptx_class(w: Writer, m: Measurements, cls: str) -> None:
-    """-ptx_opcode_latency_<cls> and -ptx_opcode_initiation_<cls>: five slots each, written
-    only when all five are measured; an interval is capped at its latency (gpgpu-sim starts
-    an op at pipeline stage latency - interval, shader.cc pipelined_simd_unit::cycle)."""
-    lat_slots, ii_slots = PTX_LATENCY[cls], PTX_INITIATION[cls]
-    lat, ii = _slot_values(m, lat_slots), _slot_values(m, ii_slots)
-    if all(lat):
-        ints = [whole(v.value) for v in lat]
-        w.option(f"-ptx_opcode_latency_{cls}", ",".join(map(str, ints)),
-                 "<ADD,MAX,MUL,MAD,DIV> " + ", ".join(v.how for v in lat))
-        longer = [f"{s} {x}" for s, x in zip(SLOTS[:4], ints[:4]) if x > ints[1]]
-        if longer:
-            w.comment(f"caution: gpgpu-sim sizes the {cls} pipeline by the MAX latency "
-                      f"({ints[1]}; shader.cc max_*_latency) and assumes it the longest; "
-                      f"measured longer: {', '.join(longer)}")
-    else:
-        w.omit(f"-ptx_opcode_latency_{cls}", "no measurement for " + _missing(lat_slots, lat))
-    if all(ii):
-        vals = [whole(v.value) for v in ii]
-        if all(lat):
-            vals = [min(x, whole(l.value)) for x, l in zip(vals, lat)]
-        capped = [s for s, x, v in zip(SLOTS, vals, ii) if x < whole(v.value)]
-        note = ", ".join(v.how for v in ii)
-        if capped:
-            note += f" (capped at the latency: {', '.join(capped)})"
-        if not all(lat):
-            note += " (no latency option written: keep each interval within the base config's)"
-        w.option(f"-ptx_opcode_initiation_{cls}", ",".join(map(str, vals)),
-                 "<ADD,MAX,MUL,MAD,DIV> " + note)
-    else:
-        w.omit(f"-ptx_opcode_initiation_{cls}", "no measurement for " + _missing(ii_slots, ii))
-
-
-def _single(w: Writer, name: str, v: Value | None, looked: tuple[Src, ...],
-            cap: Value | None = None) -> None:
-    if v is None:
-        w.omit(name, "no measurement (looked for " + ", ".join(s.key for s in looked) + ")")
-        return
-    x = whole(v.value)
-    note = v.how
-    if cap is not None and x > whole(cap.value):
-        x, note = whole(cap.value), note + " (capped at the latency)"
-    w.option(name, str(x), note)
-
-
-def _units(w: Writer, m: Measurements) -> None:
+def _units(w: Writer, m: Measurements) -> dict[str, str]:
+    """The PTX latency / interval options; returns the options in effect after the merge."""
     w.comment("--- instruction latency and initiation interval per op class (PTX mode) ---")
-    w.comment("int/fp/dp: five slots <ADD,MAX,MUL,MAD,DIV>; the int option's sixth slot "
-              "(SHFL) is not measured, so five values, as the tested config gives")
-    for cls in ("int", "fp", "dp"):
-        _ptx_class(w, m, cls)
-    sfu = m.first(SFU_LATENCY)
-    _single(w, "-ptx_opcode_latency_sfu", sfu, SFU_LATENCY)
-    if sfu is not None:
-        others = [f"{s.key.split('.', 1)[1]} {m.value(s).value:.0f}" for s in SFU_LATENCY
-                  if s.key != sfu.key and m.value(s) is not None]
-        if others:
-            w.comment("other PTX ops of gpgpu-sim's SFU class measured: " + ", ".join(others))
-    _single(w, "-ptx_opcode_initiation_sfu", m.first(SFU_INITIATION), SFU_INITIATION, cap=sfu)
-    tensor = m.first(TENSOR_LATENCY)
-    _single(w, "-ptx_opcode_latency_tesnor", tensor, TENSOR_LATENCY)
+    w.comment("gpgpu-sim reads six values <ADD,MAX,MUL,MAD,DIV,SHFL> for int, five for fp and "
+              "dp, one for sfu and tensor; an instruction enters its unit at stage latency - "
+              "interval, which must lie inside the unit's pipeline")
+    pairs, missing = units.ptx_pairs(m)
+    eff = units.fit_ptx(pairs)
+    for cls in units.SLOTS:
+        if cls in pairs:
+            _pair_lines(w, pairs[cls], cls)
+        else:
+            w.omit(f"{rules.latency_option(cls)}, {rules.initiation_option(cls)}",
+                   f"no measurement for {missing[cls]}")
+    if "sfu" in pairs:
+        others = [f"{s.key.split('.', 1)[1]} {m.value(s).value:.0f}"
+                  for s in units.PTX_LATENCY["sfu"][0] if m.value(s) is not None]
+        if len(others) > 1:
+            w.comment("PTX ops of gpgpu-sim's SFU class measured: " + ", ".join(others))
     w.comment("(sic: gpgpu-sim registers the tensor latency option as -ptx_opcode_latency_tesnor)")
-    _single(w, "-ptx_opcode_initiation_tensor", m.first(TENSOR_INITIATION), TENSOR_INITIATION,
-            cap=tensor)
+    w.comment("pipelines after the merge (shader.cc set_pipeline_latency):")
+    for line in units.pipeline_summary(eff):
+        w.comment(f"  {line}")
+    return eff
 
 
 def _param(params: dict, name: str) -> Value | None:
@@ -318,63 +202,6 @@ def _memory(w: Writer, params: dict) -> None:
             w.option(name, str(whole(hi.value - lo.value)), f"{what}: {hi.how} - {lo.how}")
 
 
-def _device(w: Writer, params: dict, meta: dict) -> None:
-    w.comment("--- SMs and clocks ---")
-    n = params.get("n_SM") or meta.get("sm_count")
-    if n:
-        w.option("-gpgpu_n_clusters", str(int(n)), f"sm_count = {int(n)} (device attribute, "
-                 f"one SM per cluster: -gpgpu_n_cores_per_cluster 1 as in the tested config)")
-    else:
-        w.omit("-gpgpu_n_clusters", "the run records no SM count")
-    clocks = [f"{k} = {meta[k]} MHz" for k in ("sm_clock_max_mhz", "sm_clock_measured_mhz",
-                                                "mem_clock_mhz") if meta.get(k)]
-    w.omit("-gpgpu_clock_domains", "it takes <core>:<interconnect>:<L2>:<DRAM> clocks and the "
-           "run records no interconnect or L2 clock; recorded: " + (", ".join(clocks) or "none"))
-
-
-CACHE_FACTS = ("memory.capacity.l1", "memory.geometry.l1_fill_bytes", "memory.capacity.l2",
-               "memory.capacity.l2_near", "memory.latency.l2_far")
-
-# measured characteristics no Accel-Sim option takes, and why
-NO_OPTION = {
-    "throughput.launch.block": "-gpgpu_TB_launch_latency is charged once per kernel, times the "
-                               "number of blocks (abstract_hardware_model.cc), not between two "
-                               "blocks of one SM",
-    "throughput.launch.warp": "no option for the cost of launching one more warp",
-    "throughput.bar_sync.nt256": "no option for the cost of a bar.sync",
-    "throughput.bar_sync.nt1024": "no option for the cost of a bar.sync",
-    "throughput.launch.issue_cycle": "the simulator issues at most one instruction per "
-                                     "scheduler and cycle; no option takes this cycle count",
-}
-
-
-def _caches(w: Writer, m: Measurements) -> None:
-    w.comment("--- caches: what the staircase found ---")
-    for key in CACHE_FACTS:
-        r = m.by_key.get(key)
-        if r:
-            detail = f" ({r['detail']})" if r.get("detail") else ""
-            w.comment(f"measured {key} = {float(r['value']):g} {r.get('unit', '')}{detail}")
-    fill = m.by_key.get("memory.geometry.l1_fill_bytes")
-    if fill and float(fill["value"]) == 32:
-        w.comment("a 32 B L1 fill is the sector of the tested config's sectored ('S:') caches "
-                  "(gpgpu-sim SECTOR_SIZE 32)")
-    w.omit("-gpgpu_cache:dl1, -gpgpu_cache:dl2", "each is a whole geometry string (sets, line, "
-           "associativity, policies, MSHRs, and for the L2 the partition count); the run "
-           "measures capacities and the fill size only")
-    w.omit("-gpgpu_unified_l1d_size", "it is the unified L1 + shared memory; the staircase "
-           "measures the L1 capacity left at the default carveout")
-
-
-def _unmatched(w: Writer, m: Measurements) -> None:
-    rows = [(k, why) for k, why in NO_OPTION.items() if k in m.by_key]
-    if rows:
-        w.comment("--- measured, but no Accel-Sim option takes it ---")
-    for key, why in rows:
-        r = m.by_key[key]
-        w.comment(f"{key} = {float(r['value']):.2f} {r.get('unit', '')}: {why}")
-
-
 def _measurements(params: dict, results: list[dict], meta: dict) -> Measurements:
     arch = params.get("arch") or meta.get("arch")
     return Measurements(results, arch, params.get("n_ws"), int(params.get("warp_size") or 32))
@@ -387,32 +214,38 @@ def fragment(params: dict, results: list[dict], meta: dict) -> str:
     m = _measurements(params, results, meta)
     w = Writer(_run_tag(meta))
     _header(w, meta, params, "gpgpusim.config", UPSTREAM_GPGPUSIM)
-    _device(w, params, meta)
+    device.cores(w, m, params, meta)
+    device.clocks(w, m, meta)
     _memory(w, params)
     _units(w, m)
-    _caches(w, m)
-    _unmatched(w, m)
+    device.caches(w, m)
+    device.unmatched(w, m)
     return w.text()
 
 
 def trace_fragment(params: dict, results: list[dict], meta: dict) -> str:
     """The trace.config options (Accel-Sim's SASS trace-driven mode) a gpuchar run determines:
-    <latency>,<initiation interval> per execution unit, per SASS instruction."""
+    <latency>,<initiation interval> per execution unit, per SASS instruction; each interval
+    capped at its latency and kept inside the pipeline the PTX options of the same run (its
+    gpgpusim.config fragment merged into SM90_H100) give its unit."""
     m = _measurements(params, results, meta)
     w = Writer(_run_tag(meta))
     _header(w, meta, params, "trace.config", UPSTREAM_TRACE)
-    for unit, (lat_src, ii_src) in TRACE.items():
-        name = f"-trace_opcode_latency_initiation_{unit}"
-        lat = m.single_mufu_latency() if unit == "sfu" else m.first(lat_src)
-        ii = m.first(ii_src)
-        if lat is None or ii is None:
-            looked = ("a latency whose SASS is one MUFU" if unit == "sfu" and lat is None
-                      else ", ".join(s.key for s in (lat_src if lat is None else ii_src)))
-            w.omit(name, f"no measurement (looked for {looked})")
+    ptx, _ = units.ptx_pairs(m)
+    eff = units.fit_ptx(ptx)
+    pairs, missing = units.trace_pairs(m, m.single_mufu_latency())
+    units.fit_trace(pairs, eff)
+    depth = rules.pipelines(eff)
+    for unit in units.TRACE:
+        name = rules.trace_option(unit)
+        if unit not in pairs:
+            w.omit(name, missing[unit])
             continue
-        x, y = whole(lat.value), whole(ii.value)
-        note = f"{lat.how}, {ii.how}" + (" (interval capped at the latency)" if y > x else "")
-        w.option(name, f"{x},{min(x, y)}", note)
+        p = pairs[unit]
+        stage = rules.TRACE_UNIT_OF[unit]
+        w.option(name, f"{p.lat[0].value},{p.ii[0].value}",
+                 f"{p.lat[0].text()}, {p.ii[0].text()}; enters the {stage} pipeline "
+                 f"({depth[stage]} stages) at {p.lat[0].value - p.ii[0].value}")
     w.comment("Accel-Sim's SASS tables send HMMA to specialized unit 3 (ISA_Def/hopper_opcode.h: "
               "HMMA -> SPECIALIZED_UNIT_3_OP): to use the tensor pair there, set "
               "-trace_opcode_latency_initiation_spec_op_3 to it and raise the max-latency "

@@ -345,3 +345,36 @@ def average_profile(profiles: list[tuple[float, float, float]]) -> tuple[float, 
 def error_percent(measured: float, predicted: float) -> float:
     """Eq. (27): |measured - predicted| / measured x 100."""
     return abs(measured - predicted) / measured * 100.0
+
+
+# --- what each term of eqs. (24)/(25) contributes ----------------------------------------
+
+@dataclass(frozen=True)
+class Terms:
+    """The summands of eq. (24) (and eq. 25's per-wave one) for a prediction: the first
+    block's launch, the blocks' computation over the SMs, the non-overlapped communication
+    charged once (novlp / 2) and, where rho < tau, per further wave; ``per_block`` is the
+    computation term's cost of one more block on an SM, comp / min(mu, (1 + rho) / 2)."""
+    launch: float
+    computation: float
+    communication: float
+    waves: float
+    per_block: float
+    divisor: float
+
+    @property
+    def total(self) -> float:
+        return self.launch + self.computation + self.communication + self.waves
+
+    def shares(self) -> dict[str, float]:
+        t = self.total
+        return {k: getattr(self, k) / t for k in ("launch", "computation", "communication",
+                                                  "waves")}
+
+
+def terms(device: Device, launch: Launch, p: Prediction) -> Terms:
+    """Eq. (24)/(25) split into its terms (their sum is p.cycles)."""
+    div = min(device.mu, (1 + p.rho) / 2)
+    waves = ((p.K - 1) * (p.tau - p.rho) / (p.tau - 1) * p.novlp) if p.branch == "25" else 0.0
+    return Terms(device.block_lnch_ovh, launch.n_b / device.n_sm * p.comp / div, p.novlp / 2,
+                 waves, p.comp / div, div)

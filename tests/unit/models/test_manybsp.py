@@ -60,13 +60,24 @@ def test_discrepancies_are_real(ex):
 
 
 def test_reproduction_table():
-    """The nine predictions, rounded to whole cycles, beside the report's."""
-    ours = {e.key: round(mb.predict(e.device, e.launch, e.block()).cycles) for e in EXAMPLES}
-    assert ours == {"hotspot_gtx760": 453451, "knn_gtx760": 6801, "mm_gtx760": 808362,
-                    "hotspot_940mx": 985767, "knn_940mx": 13310, "mm_940mx": 1039670,
-                    "hotspot_gtx1070": 145682, "knn_gtx1070": 2764, "mm_gtx1070": 279257}
-    errors = sorted(round(e.error_pct, 2) for e in EXAMPLES)
-    assert (errors[0], errors[-1]) == (3.40, 12.33)
+    """The nine predictions, rounded to whole cycles, beside the report's; their errors
+    (eq. 27 on the model's cycles and the report's measured ones) are the report's within its
+    rounding (cycles rounded up by at most 1.5, errors truncated to two decimals; MM on the
+    GTX 1070 also the 23-cycle launch-overhead discrepancy: 8.00% against 7.99%), and span
+    its 3.40% to 12.33%."""
+    cycles = {e.key: mb.predict(e.device, e.launch, e.block()).cycles for e in EXAMPLES}
+    assert {k: round(v) for k, v in cycles.items()} == {
+        "hotspot_gtx760": 453451, "knn_gtx760": 6801, "mm_gtx760": 808362,
+        "hotspot_940mx": 985767, "knn_940mx": 13310, "mm_940mx": 1039670,
+        "hotspot_gtx1070": 145682, "knn_gtx1070": 2764, "mm_gtx1070": 279257}
+    errors = {e.key: mb.error_percent(e.measured, cycles[e.key]) for e in EXAMPLES}
+    slack = {e.key: 0.01 + (1.5 + abs(e.expected("cycles") - e.printed["cycles"]))
+             / e.measured * 100 for e in EXAMPLES}
+    off = {e.key: (round(errors[e.key], 3), e.error_pct) for e in EXAMPLES
+           if not 0 <= errors[e.key] - e.error_pct < slack[e.key]}
+    assert off == {}
+    truncated = sorted(math.floor(x * 100) / 100 for x in errors.values())
+    assert (truncated[0], truncated[-1]) == (3.40, 12.33)
 
 
 @pytest.mark.parametrize("ex", EXAMPLES, ids=lambda e: e.key)
