@@ -58,12 +58,27 @@ def _noise(store: Store, args) -> int:
     return 0
 
 
+def _history_runs(target: str, model: str, arch: str) -> list[list[dict]]:
+    """Every run of `model` on `arch` in a history store, as results lists."""
+    from ..results.history import open_history
+    from ..results.history_rows import HistoryError
+    if not Path(target).exists() and "://" not in target:
+        raise HistoryError(f"--history {target}: no such file")
+    hist = open_history(target)
+    try:
+        return [hist.run(r["id"])["results"] for r in hist.runs(model=model, arch=arch)]
+    finally:
+        hist.close()
+
+
 def _fleet(store: Store, args) -> int:
     from ..results import fleetsample
+    from ..results.history_rows import HistoryError
     try:
         arch = archs.validate(args.arch)
-        runs = [read_results(p) for p in args.runs]
-    except (archs.UnknownArch, ResultsError) as e:
+        runs = [read_results(p) for p in args.runs] if args.runs else \
+            _history_runs(args.history, args.model, arch)
+    except (archs.UnknownArch, ResultsError, HistoryError) as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2
     if args.min_boards < 2:
@@ -84,7 +99,8 @@ def _fleet(store: Store, args) -> int:
         print(f"gpuchar-expectations: no {arch} figure of {args.model!r} with a board UUID in "
               f"the {len(runs)} run(s) given: nothing to sample", file=sys.stderr)
         return 2
-    print(f"sample: {len(boards)} boards of {args.model} in {len(runs)} run file(s)")
+    print(f"sample: {len(boards)} boards of {args.model} in {len(runs)} run(s)"
+          + (f" of {args.history}" if args.history else ""))
     print("\n".join(fleetsample.lines(plan, args.model)))
     if args.dry_run:
         print("dry run: nothing written")
@@ -133,9 +149,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="a characteristic key (repeatable); its entry must exist")
     fl = sub.add_parser("fleet", help="a model's board-dependent ranges from a fleet sample "
                                       "of whole-suite runs (several boards, by UUID)")
-    fl.add_argument("--runs", nargs="+", required=True, type=Path, metavar="RUN",
-                    help="gpuchar-results.json[.gz] or nightly.json of the sampled boards (a "
-                         "merged multi-GPU report counts every board it holds)")
+    src = fl.add_mutually_exclusive_group(required=True)
+    src.add_argument("--runs", nargs="+", type=Path, metavar="RUN",
+                     help="gpuchar-results.json[.gz] or nightly.json of the sampled boards (a "
+                          "merged multi-GPU report counts every board it holds)")
+    src.add_argument("--history", metavar="TARGET",
+                     help="take the sample from a history store (every run of the model on "
+                          "the arch): a file path (SQLite) or a database URL")
     fl.add_argument("--arch", required=True)
     fl.add_argument("--model", required=True,
                     help="the device name the entries are for, e.g. 'NVIDIA H100 80GB HBM3'")

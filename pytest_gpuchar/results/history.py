@@ -400,10 +400,22 @@ class History:
                 runs_t.c.run_date.desc().nulls_last(), runs_t.c.id.desc()).limit(1)).first()
             if row is None:
                 return None
-            common = (row.meta or {}).get("provenance")
-            results = [result_dict(r, common) for r in conn.execute(
-                sa.select(results_t).where(results_t.c.run_id == row.id)
-                .order_by(results_t.c.id))]
+            return self._doc(conn, row)
+
+    def run(self, run_id: int) -> dict:
+        """One recorded run as a report-shaped dict (as previous() gives it)."""
+        with self._errors(f"cannot read run {run_id}"), self.engine.connect() as conn:
+            row = conn.execute(sa.select(*RUN_COLUMNS, runs_t.c.meta).where(
+                runs_t.c.id == run_id)).first()
+            if row is None:
+                raise HistoryError(f"{self.name}: no run {run_id}")
+            return self._doc(conn, row)
+
+    @staticmethod
+    def _doc(conn, row) -> dict:
+        common = (row.meta or {}).get("provenance")
+        results = [result_dict(r, common) for r in conn.execute(
+            sa.select(results_t).where(results_t.c.run_id == row.id).order_by(results_t.c.id))]
         meta = dict(row.meta or {})
         changes = meta.pop("changes", [])
         run = _run(row)

@@ -124,7 +124,7 @@ def test_the_fleet_command(root, tmp_path, capsys):
     args = ["fleet", "--root", str(root), "--arch", "sm_90", "--model", MODEL, "--runs", *files]
     assert cli.main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "sample: 10 boards of NVIDIA H100 80GB HBM3 in 20 run file(s)" in out
+    assert "sample: 10 boards of NVIDIA H100 80GB HBM3 in 20 run(s)" in out
     assert "1 board-dependent figures; 1 agree across boards" in out
     assert "l2.gpu: 4060-4060 ->" in out and "over 10 boards" in out
     assert "dry run: nothing written" in out and (root / "sm_90.yaml").read_text() == FILE
@@ -134,3 +134,20 @@ def test_the_fleet_command(root, tmp_path, capsys):
     assert cli.main([*args[:-len(files)], files[0], "--model", "NVIDIA H200"]) == 2
     assert "no sm_90 figure of 'NVIDIA H200'" in capsys.readouterr().err
     assert cli.main([*args, "--min-boards", "1"]) == 2
+
+
+def test_the_fleet_command_takes_its_sample_from_a_history_store(root, tmp_path, capsys):
+    from pytest_gpuchar.results.history import open_history
+    db = tmp_path / "fleet.sqlite"
+    hist = open_history(str(db))
+    for results in SAMPLE:
+        hist.record({"meta": {"date": results[0]["provenance"]["date"]}, "results": results},
+                    source="import")
+    hist.close()
+    args = ["fleet", "--root", str(root), "--arch", "sm_90", "--model", MODEL]
+    assert cli.main([*args, "--history", str(db), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"sample: 10 boards of {MODEL} in 20 run(s) of {db}" in out
+    assert "1 board-dependent figures" in out
+    assert cli.main([*args, "--history", str(tmp_path / "nope.sqlite")]) == 2
+    assert "nope.sqlite: no such file" in capsys.readouterr().err
