@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import fleet, generations
+from . import fleet, generations, jitdiff
 from .judge import Result, Status
 
 ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
@@ -110,6 +110,7 @@ class Recorder:
                            f"{dev} | {r.status.value} | {detail} |")
             out.append("")
         out += literature_markdown(self.results)
+        out += jitdiff.markdown(jitdiff.summary(self.results))
         out += fleet.markdown(fleet.compare(self.results))
         if self.generations is not None:
             out += generations.markdown(self.generations)
