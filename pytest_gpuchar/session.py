@@ -164,23 +164,40 @@ class GpuCharSession:
         named by its snapshot tag) whose verdict shows the declared SASS fact is not
         applicable (skipped with the reason); one that is valid now, or invalid for another
         reason, fails."""
-        exp = self.expectations.load(probe.arch)
-        decl = exp.unmeasurable.get(probe.name) if exp else None
-        if decl is not None and not decl.applies(compiler):
-            decl = None
         try:
             verdict = probe.check(functions)
         except (ProbeInvalid, sass.RegionError) as e:
-            if decl and decl.explains(str(e)):
-                raise DeclaredUnmeasurable(f"unmeasurable on {probe.arch}: {probe.name}: "
-                                           f"{decl.reason}") from None
+            self.unmeasurable(probe.arch, probe.name, str(e), compiler)
             raise
+        self.not_declared(probe.arch, probe.name, compiler)
+        return verdict
+
+    def _declaration(self, arch: str, name: str, compiler: str = ""):
+        exp = self.expectations.load(arch)
+        decl = exp.unmeasurable.get(name) if exp else None
+        return decl if decl is not None and decl.applies(compiler) else None
+
+    def unmeasurable(self, arch: str, name: str, verdict: str, compiler: str = "") -> None:
+        """A probe or figure found invalid (`verdict`: the message and SASS saying why): when
+        the arch's expectation files declare `name` unmeasurable (for SASS of this `compiler`)
+        and the verdict shows the declared fact, raise DeclaredUnmeasurable (skipped with the
+        reason, noted in the results); otherwise return and let the caller report it
+        invalid. `name` is a probe's name, or a characteristic's key where a valid probe
+        still gives no figure (the FP8 mma.sync accumulation the driver puts on the FPU)."""
+        decl = self._declaration(arch, name, compiler)
+        if decl and decl.explains(verdict):
+            raise DeclaredUnmeasurable(f"unmeasurable on {arch}: {name}: {decl.reason}")
+
+    def not_declared(self, arch: str, name: str, compiler: str = "") -> None:
+        """`name` turned out measurable with this compiler: a declaration of it is stale and
+        fails (StaleDeclaration), so a compiler that stops doing the declared thing is
+        noticed."""
+        decl = self._declaration(arch, name, compiler)
         if decl:
             raise StaleDeclaration(
-                f"{probe.name} is declared unmeasurable at {decl.origin} ({decl.reason}), but "
+                f"{name} is declared unmeasurable at {decl.origin} ({decl.reason}), but "
                 f"its SASS is valid with this compiler: the compiler no longer does it; remove "
                 f"the declaration")
-        return verdict
 
     # --- hooks (this object is registered as a plugin) ---------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -93,7 +93,7 @@ def merge_jobs(jobs: list[tuple]) -> list[tuple]:
         if not m:
             order.append(("alone", job))
             continue
-        key = (arch, tool.path, tool.version, m.group(3))
+        key = (arch, tool.path, tool.key, m.group(3))
         if key not in merged:
             merged[key] = []
             order.append(("merged", key))
@@ -142,7 +142,7 @@ class Builds:
         `tool` (default: the preferred ptxas for the arch)."""
         tool = tool or toolchain.find("ptxas", arch)
         disasm = toolchain.find("nvdisasm", arch)
-        key = (arch, tool.version, hashlib.sha256(text.encode()).hexdigest())
+        key = (arch, tool.key, hashlib.sha256(text.encode()).hexdigest())
         if key not in self._offline:
             stored = self.listings.key(arch, text, tool, disasm) if self.listings else None
             listing = self.listings.get(stored) if stored else None
@@ -159,22 +159,24 @@ class Builds:
         return tool, self._offline[key]
 
     def offline_groups(self, groups: list[Group], *, wait: bool = True,
-                       version: str | None = None) -> None:
+                       version: str | None = None, relocatable: bool = False) -> None:
         """Assemble every part of these groups, one ptxas + nvdisasm process per part, as
         many at once as there are cores; remember each probe's SASS. With wait=False the
         parts compile in the background while tests run (`offline` waits for the part of
         the probe it is asked for). `version`: the ptxas of that CUDA version (a driver's,
-        for comparing its JIT with the offline compiler), else the preferred one. Tools
-        missing: nothing is done (the static tests skip with the install command)."""
+        for comparing its JIT with the offline compiler), else the preferred one;
+        `relocatable`: that ptxas with -c (toolchain.relocatable). Tools missing: nothing is
+        done (the static tests skip with the install command)."""
         jobs = []
         for g in groups:
             try:
                 tool = toolchain.find("ptxas", g.arch, version)
+                tool = toolchain.relocatable(tool) if relocatable else tool
                 toolchain.find("nvdisasm", g.arch)
             except toolchain.ToolMissing:
                 continue
-            todo = [p for p in g.probes if (g.arch, tool.version, p.digest) not in
-                    self._offline_probe and (g.arch, tool.version, p.digest) not in
+            todo = [p for p in g.probes if (g.arch, tool.key, p.digest) not in
+                    self._offline_probe and (g.arch, tool.key, p.digest) not in
                     self._offline_pending]
             if todo:
                 sub = Group(g.name, g.arch, todo, g.text, g.split)
@@ -190,7 +192,7 @@ class Builds:
             fut = self._pool.submit(self._build_part, *job)
             futures.append(fut)
             for p in job[2]:
-                self._offline_pending[(job[0], job[1].version, p.digest)] = fut
+                self._offline_pending[(job[0], job[1].key, p.digest)] = fut
         if wait:
             for fut in futures:
                 fut.result()
@@ -205,7 +207,7 @@ class Builds:
             return      # (a single part's probes are assembled alone later)
         with self._lock:
             for p in part:
-                self._offline_probe[(arch, tool.version, p.digest)] = {
+                self._offline_probe[(arch, tool.key, p.digest)] = {
                     e: funcs[e] for e in p.entries.values() if e in funcs}
 
     def close(self) -> None:
@@ -223,7 +225,7 @@ class Builds:
         ToolMissing / AssemblyError."""
         tool = tool or toolchain.find("ptxas", probe.arch)
         toolchain.find("nvdisasm", probe.arch)
-        key = (probe.arch, tool.version, probe.digest)
+        key = (probe.arch, tool.key, probe.digest)
         pending = self._offline_pending.pop(key, None)
         with timing.blocked(timing.OFFLINE):
             if pending is not None and not pending.cancelled():

@@ -33,7 +33,8 @@ def tool_identity(tool: Tool) -> str:
         stamp = f"{st.st_size}:{st.st_mtime_ns}"
     except OSError:
         stamp = "?"
-    return f"{tool.name} {tool.version} {os.path.realpath(tool.path)} {stamp}"
+    opts = "".join(f" {o}" for o in tool.options)
+    return f"{tool.name} {tool.version} {os.path.realpath(tool.path)} {stamp}{opts}"
 
 
 class ListingCache:

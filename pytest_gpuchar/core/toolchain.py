@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import archs
@@ -67,10 +67,27 @@ class Tool:
     path: str
     version: str  # e.g. "13.5.37"
     origin: str   # "wheel:nvidia-cuda-nvcc", "wheel:triton", "PATH"
+    options: tuple[str, ...] = ()    # given to every run of it (ptxas -c: relocatable)
 
     @property
     def major(self) -> int:
         return int(self.version.split(".")[0])
+
+    @property
+    def key(self) -> str:
+        """What tells its outputs apart: the version and the options ("13.0.88 -c")."""
+        return " ".join((self.version, *self.options))
+
+
+RELOCATABLE = ("-c",)
+
+
+def relocatable(tool: Tool) -> Tool:
+    """ptxas compiling as the driver's JIT does for cuLinkAddData (PTX in a link: relocatable
+    code, `ptxas -c`): on sm_90 its SASS is the 580 driver's JIT's instruction for instruction,
+    where the default whole-program mode places moves, adds and subroutines differently
+    (core/sassdiff.py says how)."""
+    return replace(tool, options=RELOCATABLE)
 
 
 def _package_dir(pkg: str) -> Path | None:
@@ -203,7 +220,8 @@ def assemble(ptx: str, arch: str, *, extra: tuple[str, ...] = (), name: str = "p
         src = Path(tmp) / f"{safe}.ptx"
         out = Path(tmp) / f"{safe}.cubin"
         src.write_text(ptx)
-        proc = run([tool.path, f"-arch={arch}", *extra, str(src), "-o", str(out)], timeout=300)
+        proc = run([tool.path, f"-arch={arch}", *tool.options, *extra, str(src), "-o", str(out)],
+                   timeout=300)
         log = proc.stderr.strip().replace(str(src), f"{name}.ptx")
         if proc.returncode != 0:
             shown = log.splitlines()

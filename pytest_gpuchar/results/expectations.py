@@ -23,6 +23,8 @@ File layout::
         method: ...                # optional: how the figure was measured
         note: ...                  # optional
         provenance: {...}          # optional: a measured run's device/driver/toolkit/clock/date
+        literature: [...]          # optional: papers' figures for it, shown, never judged
+                                   # (results/literature.py)
     mappings:
       add.u32:
         paper: IADD                # SASS as the paper printed it (historical record)
@@ -46,6 +48,7 @@ from typing import Any
 import yaml
 
 from ..core import archs
+from .literature import Literature, LiteratureError, from_mapping
 
 SCHEMA_VERSION = 1
 # Topic directories under ROOT; a key "memory.latency.l1" lives in memory/<arch>.yaml.
@@ -55,7 +58,7 @@ TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mapp
             "devices", "provenance", "unmeasurable"}
 UNMEASURABLE_KEYS = {"reason", "sass", "source", "compiler"}
 ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
-              "provenance", "status", "noise"}
+              "provenance", "status", "noise", "literature"}
 NOISE_KEYS = {"rel", "source", "boards"}
 NOISE_MAX = 0.5            # a declared run-to-run noise above 50% is a typo, not a figure
 UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
@@ -88,6 +91,8 @@ class Expected:
     # (provenance.boards) and the rule that made the range from them (provenance.fleet.rule)
     boards: int = 0
     fleet_rule: str = ""
+    # published figures for the same characteristic (shown beside the result, never judged)
+    literature: tuple[Literature, ...] = ()
 
     @property
     def numeric(self) -> bool:
@@ -281,9 +286,12 @@ def _entry(path: Path, key: str, node, key_node=None) -> Expected:
         raise _err(path, at, key, "missing 'source'")
     boards, rule = _fleet(path, key, fields["provenance"]) if "provenance" in fields \
         else (0, "")
+    lit = _literature(path, key, fields["literature"][1], unit) if "literature" in fields \
+        else ()
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
-                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source, boards, rule)
+                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source,
+                    boards=boards, fleet_rule=rule, literature=lit)
 
 
 def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
@@ -306,6 +314,21 @@ def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
             raise _err(path, prov["fleet"][1], f"{key}.provenance.fleet", "missing 'rule'")
         rule = str(_construct(fleet["rule"]))
     return n, rule
+
+
+def _literature(path: Path, key: str, node, unit: str) -> tuple[Literature, ...]:
+    """An entry's `literature:` list (results/literature.py), errors at the item's line."""
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise _err(path, node, f"{key}.literature", "expected a non-empty list of published "
+                                                    "figures")
+    out = []
+    for i, item in enumerate(node.value):
+        try:
+            out.append(from_mapping(_construct(item), unit, UNITS))
+        except LiteratureError as e:
+            at = f"{key}.literature[{i}]" + (f".{e.field}" if e.field else "")
+            raise _err(path, item, at, str(e)) from None
+    return tuple(out)
 
 
 def _noise(path: Path, key: str, pair) -> tuple[float, str]:
@@ -572,7 +595,7 @@ def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float =
         "method": r.get("method", ""),
         "provenance": {k: prov[k] for k in sorted(prov)},
     }
-    for kept in ("note", "noise"):
+    for kept in ("note", "noise", "literature"):
         if kept in old:
             entry[kept] = old[kept]
     return entry

@@ -98,6 +98,7 @@ class Result:
     noise_rel: float = 0.0           # the expectation's declared run-to-run noise (relative)
     noise_source: str = ""
     boards: int = 0                  # board-dependent: the boards the model's range spans
+    literature: list = field(default_factory=list)   # papers' figures (Literature.as_dict)
 
     def __post_init__(self) -> None:
         self.status = Status(self.status)
@@ -143,6 +144,7 @@ def judge(m: Measurement, arch: str, exp: Expected | None, **kw) -> Result:
         r.source = exp.source
         r.noise_rel, r.noise_source = exp.noise_rel, exp.noise_source
         r.boards = exp.boards
+        r.literature = [lit.as_dict() for lit in exp.literature]
         if exp.numeric and finite:
             r.deviation = exp.deviation(m.value)
             if r.deviation is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import fleet, generations
+from . import fleet, generations, jitdiff
 from .judge import Result, Status
 
 ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
@@ -128,6 +128,8 @@ class Recorder:
                            f"{dev} | {r.status.value} | {detail} |")
             out.append("")
         out += self.board_dependent()
+        out += literature_markdown(self.results)
+        out += jitdiff.markdown(jitdiff.summary(self.results))
         out += fleet.markdown(fleet.compare(self.results))
         if self.generations is not None:
             out += generations.markdown(self.generations)
@@ -139,3 +141,26 @@ class Recorder:
                     f"[{a['name']}]({link})"
                 out += [f"**{a['caption']}** ({a['test']})", "", shown, ""]
         return "\n".join(out) + "\n"
+
+
+def literature_markdown(results: list[Result]) -> list[str]:
+    """The figures whose expectation cites published values (`literature:`): the measured
+    value beside each paper's figure, with where it is printed and how the paper measured it
+    (shown, never judged)."""
+    rows = [r for r in results if r.literature and r.value is not None]
+    if not rows:
+        return []
+    out = ["## Beside the literature", "",
+           "Published figures for the same characteristics (expectation files, `literature:`); "
+           "not judged: the paper's method differs as its row says.", "",
+           "| arch | characteristic | measured | status | paper | where | the paper's method |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        for lit in r.literature:
+            how = lit.get("method", "") + (f" ({lit['note']})" if lit.get("note") else "")
+            cells = [r.arch, r.key, f"{r.value:.4g} {r.unit}", r.status.value,
+                     lit.get("figure", ""), lit.get("source", ""), how]
+            out.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ")
+                                         for c in cells) + " |")
+    return out + [""]
+

@@ -147,15 +147,21 @@ def _mappings(tr, rec, verbose: bool) -> None:
 
 
 def _jit_vs_ptxas(tr, rec) -> None:
-    """The probes whose driver-JIT SASS differs from the offline ptxas of the driver's CUDA
-    version (the driver's compiler is part of the driver: this is how a driver changes code)."""
-    compared = [r for r in rec.results if r.data.get("jit_equals_ptxas") is not None]
-    if not compared:
+    """How the driver-JIT SASS compares with the offline ptxas of the driver's CUDA version
+    (the driver's compiler is part of the driver: this is how a driver changes code): with
+    `ptxas -c`, the mode the driver compiles PTX in, and with whole-program ptxas, by class."""
+    from . import jitdiff
+    s = jitdiff.summary(rec.results)
+    if s is not None:
+        differ = sorted({r.key for r in rec.results if r.data.get("jit_equals_ptxas") is False})
+        _line(tr, jitdiff.line(s) + (f"; differ from ptxas -c: {', '.join(differ)}"
+                                     if differ else ""))
         return
-    differ = sorted({r.key for r in compared if r.data["jit_equals_ptxas"] is False})
-    versions = ", ".join(sorted({str(r.data.get("ptxas")) for r in compared}))
-    _line(tr, f"driver JIT vs ptxas {versions}: {len(compared) - len(differ)} of {len(compared)} "
-              f"probes identical" + (f"; differ: {', '.join(differ)}" if differ else ""))
+    compared = [r for r in rec.results if r.data.get("jit_equals_ptxas") is not None]
+    if compared:      # a run from before the classes were recorded
+        differ = sorted({r.key for r in compared if r.data["jit_equals_ptxas"] is False})
+        _line(tr, f"driver JIT vs ptxas: {len(compared) - len(differ)} of {len(compared)} "
+                  f"probes identical")
 
 
 def _acceptance(tr, acc: dict | None) -> None:

@@ -49,8 +49,9 @@ def _compile(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe (H100: 134 s of a night)
         compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
-        gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
-                                      version=dev.cuda_driver_api)
+        for relocatable in (True, False):     # ptxas -c (the JIT's mode) and whole-program
+            gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
+                                          version=dev.cuda_driver_api, relocatable=relocatable)
 
 
 @pytest.fixture(autouse=True)

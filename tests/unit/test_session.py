@@ -109,3 +109,31 @@ def test_a_declaration_for_one_compiler_leaves_the_others_alone(tmp_path):
     assert s.verify(good, {}, "ptxas-13.5.37") == "ok"
     with pytest.raises(ProbeInvalid):
         s.verify(bad, {}, "ptxas-13.5.37")
+
+
+FIGURE = """schema: 1
+arch: sm_90
+unmeasurable:
+  numerics.fasi.e4m3_f32.rounding_c_rn:
+    reason: the driver adds C with FADD
+    sass: "\\\\{'FADD': 4\\\\} on the FPU,? after \\\\{'HMMA\\\\.16816\\\\.F32': 2\\\\}"
+    compiler: "^jit-driver-"
+"""
+
+
+def test_a_figure_declared_by_its_key_is_skipped_or_stale(tmp_path):
+    """A figure no valid probe gives (FP8 mma.sync's accumulation on sm_90) is declared by its
+    characteristic key: skipped while the invalid verdict shows the declared SASS, reported
+    invalid otherwise, a stale declaration when it becomes measurable."""
+    (tmp_path / "numerics").mkdir()
+    (tmp_path / "numerics" / "sm_90.yaml").write_text(FIGURE)
+    s, key = session(tmp_path), "numerics.fasi.e4m3_f32.rounding_c_rn"
+    verdict = "invalid: C is added by {'FADD': 4} on the FPU, after {'HMMA.16816.F32': 2}"
+    with pytest.raises(DeclaredUnmeasurable, match="the driver adds C with FADD"):
+        s.unmeasurable("sm_90", key, verdict, "jit-driver-580.159.04")
+    assert s.unmeasurable("sm_90", key, verdict.replace("4", "2"), "jit-driver-1") is None
+    assert s.unmeasurable("sm_90", key, verdict, "ptxas-13.5.37") is None
+    assert s.unmeasurable("sm_90", "numerics.other", verdict, "jit-driver-1") is None
+    with pytest.raises(StaleDeclaration, match=key):
+        s.not_declared("sm_90", key, "jit-driver-580.159.04")
+    assert s.not_declared("sm_90", "numerics.other", "jit-driver-1") is None

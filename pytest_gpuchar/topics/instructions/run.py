@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...core import sass, toolchain
+from ...core import sass, sassdiff, toolchain
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
@@ -88,11 +88,15 @@ def figure(session: "GpuCharSession", probe: Probe, key: str, method: str,
                            data={"sass_unit": dict(run.verdict.unit), "cycles": run.cycles})
     jit_text = run.sass()
     try:
-        # the ptxas of the driver's own CUDA version: the JIT is that compiler
+        # the ptxas of the driver's own CUDA version: the JIT is that compiler, compiling PTX
+        # for a link (ptxas -c); the default whole-program mode's differences by class
         tool = toolchain.find("ptxas", probe.arch, session.device.cuda_driver_api)
-        offline = session.builds.offline(probe, tool)
-        m.data["jit_equals_ptxas"] = probe.snapshot_text(offline.functions) == jit_text
-        m.data["ptxas"] = offline.tool.version
+        texts = {name: probe.snapshot_text(session.builds.offline(probe, t).functions)
+                 for name, t in (("ptxas -c", toolchain.relocatable(tool)), ("ptxas", tool))}
+        m.data["jit_equals_ptxas"] = texts["ptxas -c"] == jit_text
+        m.data["ptxas"] = tool.version
+        m.data["jit_vs_ptxas"] = {name: sassdiff.compare(jit_text, t).as_dict()
+                                  for name, t in texts.items()}
     except (toolchain.ToolMissing, ProbeInvalid, toolchain.AssemblyError) as e:
         m.data["jit_equals_ptxas"] = None
         m.data["ptxas_error"] = str(e).splitlines()[0]

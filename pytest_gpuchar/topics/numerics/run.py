@@ -122,20 +122,28 @@ def _supported(s: MmaRow, arch: str) -> MmaRow:
 
 def _verified(session: "GpuCharSession", record: "Record", s: MmaRow, key: str,
               arch: str) -> TensorPath:
-    """The kernel's tensor-core path; a kernel with none is recorded invalid and fails."""
+    """The kernel's tensor-core path; a kernel with none is recorded invalid and fails. A key
+    declared unmeasurable (its accumulation on the FPU) whose path is the tensor core's now
+    fails as a stale declaration."""
     try:
-        return runner(session).verify(s)
+        path = runner(session).verify(s)
     except kernels.NotTensorCore as e:
         record.note(Result(key, arch, Status.INVALID, detail=str(e).splitlines()[0]))
         raise
+    if not path.accumulation_on_fpu:
+        session.not_declared(arch, key, f"jit-driver-{session.gpu.dev.driver}")
+    return path
 
 
 def _known_invalid(session: "GpuCharSession", s: MmaRow, key: str, arch: str,
                    msg: str) -> None:
     """A characteristic that the compiler's implementation makes no tensor-core measurement
-    (C added on the FPU): recorded invalid, an expected failure with the SASS."""
-    raise NoFigure(msg + "\n" + runner(session).sass_text(s),
-                   Result(key, arch, Status.INVALID, detail=msg))
+    (C added on the FPU): recorded invalid, an expected failure with the SASS; skipped with
+    the reason when the arch declares it unmeasurable (expectation files, `unmeasurable:`
+    by the key) and the message and SASS show the declared fact."""
+    text = msg + "\n" + runner(session).sass_text(s)
+    session.unmeasurable(arch, key, text, f"jit-driver-{session.gpu.dev.driver}")
+    raise NoFigure(text, Result(key, arch, Status.INVALID, detail=msg))
 
 
 # --- static: the offline SASS ----------------------------------------------------------------

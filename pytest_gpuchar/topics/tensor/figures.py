@@ -262,14 +262,19 @@ WGMMA_METHOD = (
     "commit + wait before issue 13, in a steady state that never drains; A {a}, B from "
     "shared (no swizzle); random non-zero inputs; SASS verified (one loop: {steps} x {sass}, "
     "one WARPGROUP.ARRIVE and one WARPGROUP.DEPBAR per trip, loop control only besides); "
-    "median of {reps} launches per trip count")
+    "median of {reps} launches per trip count. This issue interval of accumulator-chained "
+    "wgmma is the figure the papers print as wgmma latency (Luo et al. 2024 Table VIII: 128 "
+    "cycles at m64n256k16; arXiv 2512.02189 Table V: 32 / 64 / 128 at N = 64 / 128 / 256), "
+    "not the completion latency")
 WGMMA_LAT_METHOD = (
     "a counted loop of one warpgroup, per trip wgmma.fence + one wgmma + commit_group + "
     "wait_group 0, timed at {trips} trips; slope of the mean per-warp cycles over trips "
     "(median over launches): one wgmma's completion from fence to wait, plus the trip's loop "
     "control (data: loop; counter, compare, branch and any descriptor moves the compiler "
     "repeats per trip). Before issue 13 a chain of one was timed directly, with the clock "
-    "read and the guard; the slope drops those fixed costs")
+    "read and the guard; the slope drops those fixed costs. The papers' wgmma "
+    "latencies (Luo et al. 2024 Table VIII, arXiv 2512.02189 Table V) are the issue interval "
+    "(cycles_per_wgmma), not this figure")
 
 
 def _wgmma_latency(s: Sweep, row: WgmmaRow) -> Measurement:

@@ -179,7 +179,9 @@ def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, 0.0, pt.why, "cycles",
                     "cycles per trip of the loop whose trip is one wgmma from fence to "
                     "wait_group 0 complete (1 warpgroup, one accumulator; the trip's loop "
-                    f"control {run.trips[LATENCY.tag]['loop_control']} included); " + method,
+                    f"control {run.trips[LATENCY.tag]['loop_control']} included; the "
+                    "completion latency, not the issue interval the papers print as wgmma "
+                    "latency); " + method,
                     {"tolerance": dict(TOL_LATENCY), "spans": pt.spans})]
 
 
