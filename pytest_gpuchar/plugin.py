@@ -248,6 +248,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         st.recorder.meta.update(dev.provenance())
         # where a hardware run's time went: seconds blocked on the JIT, ptxas, the GPU
         st.recorder.meta["blocked_s"] = timing.summary()
+        boards = [st.board_entry()]        # NVML at the start and now: throttling, ECC
+        if st.is_worker:
+            session.config.workeroutput["gpuchar_boards"] = boards
+        else:
+            st.recorder.meta["boards"] = boards
     if st.report_dir and not st.is_worker:
         if any(r.value is not None for r in st.recorder.results):
             from .results import generations

@@ -325,6 +325,23 @@ class GpuCharSession:
         self.recorder.add_artifact(name, caption, test)
         return d / name
 
+    def board_entry(self) -> dict:
+        """This session's GPU as NVML saw it when it was detected (the start) and now (the
+        end), and what makes its figures suspect (core/nvml.flags)."""
+        from .core import nvml
+        dev = self._device
+        start = dict(getattr(dev, "board", None) or {})
+        end = nvml.read(uuid=getattr(dev, "uuid", ""), pci_bus_id=getattr(dev, "pci_bus_id", ""))
+        return {"device_index": dev.index, "uuid": getattr(dev, "uuid", ""), "device": dev.name,
+                "start": start, "end": end, "flags": nvml.flags(start, end)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """pytest-xdist: a worker's board (start and end) reaches the controller's report."""
+        boards = getattr(node, "workeroutput", {}).get("gpuchar_boards")
+        if boards:
+            self.recorder.meta.setdefault("boards", []).extend(boards)
+
     def provenance(self) -> dict:
         dev = self.device
         if not dev:

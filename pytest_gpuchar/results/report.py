@@ -11,6 +11,21 @@ from .judge import Result, Status
 ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
 
 
+def board_markdown(boards: list[dict]) -> list[str]:
+    """The GPUs' boards as NVML read them at the start and the end of the run, flags first."""
+    if not boards:
+        return []
+    from ..core.nvml import summary
+    out = ["## Board (NVML, start and end of the run)", ""]
+    for b in boards:
+        out.append(f"**GPU {b.get('device_index', '?')} {b.get('uuid', '')}** "
+                   f"({b.get('device', '')})")
+        out += [""] + [f"- **flagged**: {f}" for f in b.get("flags") or []]
+        out += [f"- start: {summary(b.get('start') or {'skipped': 'not read'})}",
+                f"- end: {summary(b.get('end') or {'skipped': 'not read'})}", ""]
+    return out
+
+
 class Recorder:
     def __init__(self) -> None:
         self.results: list[Result] = []
@@ -90,6 +105,7 @@ class Recorder:
                 for g in gpus))
         out += ["", "Status counts: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
                 ""]
+        out += board_markdown(m.get("boards") or [])
         groups = [("Failed or unstable", (Status.FAIL, Status.UNSTABLE, Status.INVALID,
                                           Status.ERROR)),
                   ("Measured", (Status.PASS, Status.MEASURED)),

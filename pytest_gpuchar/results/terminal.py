@@ -27,6 +27,7 @@ def write(tr, st) -> None:
     tr.section("gpuchar")
     verbose = tr.config.getoption("verbose") > 0
     _static(tr, st)
+    _boards(tr, rec.meta.get("boards") or [])
     counts = rec.counts()
     if counts:
         _line(tr, "results: " + ", ".join(f"{v} {STATUS_WORDS.get(k, k)}"
@@ -68,6 +69,21 @@ def _static(tr, st) -> None:
     if not sum(st.static_ran.values()):
         _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
                   "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)
+
+
+def _boards(tr, boards: list[dict]) -> None:
+    """Each GPU's board as NVML saw it at the start and the end: what makes its figures
+    suspect (clocks held, ECC errors, a narrow PCIe link, MIG), or why NVML could not say."""
+    for b in boards:
+        who = f"board GPU {b.get('device_index', '?')} {b.get('uuid') or b.get('device', '')}"
+        skipped = b.get("end", {}).get("skipped") or b.get("start", {}).get("skipped")
+        if b.get("flags"):
+            for f in b["flags"]:
+                _line(tr, f"{who}: {f}", red=True)
+        elif skipped:
+            _line(tr, f"{who}: not read: {skipped}", yellow=True)
+        else:
+            _line(tr, f"{who} (NVML, start and end): no clock held, no ECC error")
 
 
 def _measured(tr, rec) -> None:
