@@ -253,6 +253,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             session.config.workeroutput["gpuchar_boards"] = boards
         else:
             st.recorder.meta["boards"] = boards
+    if st.is_worker:          # the controller's report sections the results by topic
+        for key in ("topics", "topic_docs"):
+            session.config.workeroutput[f"gpuchar_{key}"] = st.recorder.meta.get(key, {})
     if st.report_dir and not st.is_worker:
         if any(r.value is not None for r in st.recorder.results):
             from .results import generations

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from pathlib import Path
 
 from .judge import Status
 
@@ -47,7 +48,10 @@ def write(tr, st) -> None:
                   f"test(s) failed or errored in this run (clean-up happens in a run without "
                   f"failures)", yellow=True)
     if "written" in rec.meta:
-        _line(tr, "reports: " + ", ".join(rec.meta["written"]))
+        paths = [Path(p) for p in rec.meta["written"]]
+        dirs = {p.parent for p in paths}
+        _line(tr, f"reports in {dirs.pop()}: " + ", ".join(p.name for p in paths)
+              if len(dirs) == 1 else "reports: " + ", ".join(map(str, paths)))
 
 
 def _static(tr, st) -> None:
