@@ -9,7 +9,9 @@ the previous run's results, and writes
   <out>/nightly.json   machine-readable: environment, clocks, every change with its class
   <out>/nightly.md     for people: what changed (characteristic, old value, new value,
                        tolerance), the SASS diffs of snapshot failures, what was skipped
-  <out>/report/        the run's own gpuchar-results.json / gpuchar-summary.md / artifacts
+  <out>/nightly.html   the same document as one self-contained page, the night's run below
+  <out>/report/        the run's own gpuchar-results.json / gpuchar-summary.md / index.html /
+                       artifacts
   <out>/pytest.log, <out>/junit.xml
 
 Exit status:
@@ -296,6 +298,8 @@ def run(args) -> int:
     }
     _write(out / "nightly.json", json.dumps(doc, indent=1, default=str))
     _write(out / "nightly.md", markdown(doc))
+    from ..results import html
+    html.write_nightly(doc, out, current.get("artifacts"))
     if args.history:
         hist = Path(args.history)
         stamp = doc["date"].replace(":", "").replace("-", "")[:15]

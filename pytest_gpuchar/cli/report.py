@@ -4,7 +4,8 @@
 
 RESULTS is a run's gpuchar-results.json (plain or .gz): DIR/index.html is the page the run
 itself writes with --gpuchar-report (plots from --artifacts, default RESULTS' directory's
-artifacts/). DIR defaults to RESULTS' directory.
+artifacts/). A nightly.json gives DIR/nightly.html, the nightly's page (its run's plots and
+artifact list from DIR/report/). DIR defaults to RESULTS' directory.
 
 Exit status: 0 written; 2 a bad results file or usage (one line naming the file).
 """
@@ -20,15 +21,21 @@ from ..results.files import ResultsError, read_report
 
 def html(args) -> int:
     from ..results import html as pages
-    from ..results.report import ARTIFACTS
+    from ..results.files import ARTIFACTS
     src = Path(args.results)
     doc = read_report(src)
     if not isinstance(doc.get("results"), list):
         raise ResultsError(f"{src}: not a gpuchar results report (no 'results' list)")
     out = Path(args.out) if args.out else src.parent
     t = time.perf_counter()
-    arts = Path(args.artifacts) if args.artifacts else src.parent / ARTIFACTS
-    path = pages.write(out / pages.INDEX, pages.report_html(doc, arts))
+    if "changes" in doc and "environment" in doc:          # a nightly.json
+        listed = out / "report" / "gpuchar-results.json"
+        arts = read_report(listed).get("artifacts") if listed.is_file() else []
+        path = pages.write(out / "nightly.html", pages.nightly_html(
+            doc, arts, Path(args.artifacts) if args.artifacts else out / "report" / ARTIFACTS))
+    else:
+        arts = Path(args.artifacts) if args.artifacts else src.parent / ARTIFACTS
+        path = pages.write(out / pages.INDEX, pages.report_html(doc, arts))
     took = time.perf_counter() - t
     print(f"gpuchar-report: wrote {path} ({len(doc['results'])} results, "
           f"{path.stat().st_size / 1024:.0f} KiB, {took:.2f} s)")
@@ -40,8 +47,9 @@ def main(argv: list[str] | None = None) -> int:
                                  description="Render a saved gpuchar run as one self-contained "
                                              "HTML page.")
     sub = ap.add_subparsers(dest="command", required=True)
-    h = sub.add_parser("html", help="DIR/index.html of a gpuchar-results.json")
-    h.add_argument("results", help="gpuchar-results.json (plain or .gz)")
+    h = sub.add_parser("html", help="DIR/index.html of a gpuchar-results.json (nightly.html of "
+                                    "a nightly.json)")
+    h.add_argument("results", help="gpuchar-results.json or nightly.json (plain or .gz)")
     h.add_argument("-o", "--out", help="output directory (default: the results file's)")
     h.add_argument("--artifacts", help="the run's artifacts/ directory (plots; default: "
                                        "artifacts/ beside the results file)")

@@ -47,3 +47,16 @@ def write_report(doc: dict, directory: Path, generations=None) -> Path:
     directory = Path(directory)
     return write(directory / INDEX, report_html(doc, directory / ARTIFACTS, generations))
 
+
+def nightly_html(doc: dict, artifacts: list[dict] | None = None,
+                 artifacts_dir: Path | None = None) -> str:
+    """The nightly's page of nightly.json's document (`artifacts`: the run's report's list)."""
+    from .nightly import nightly_context
+    return render("nightly.html.j2", **nightly_context(doc, artifacts, artifacts_dir))
+
+
+def write_nightly(doc: dict, out: Path, artifacts: list[dict] | None = None) -> Path:
+    """OUT/nightly.html (the run's plots from OUT/report/artifacts)."""
+    from ..files import ARTIFACTS
+    out = Path(out)
+    return write(out / "nightly.html", nightly_html(doc, artifacts, out / "report" / ARTIFACTS))

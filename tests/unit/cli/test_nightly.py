@@ -242,6 +242,9 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
         ch.EXIT_WITHIN_TOLERANCE
     md = (tmp_path / "n3" / "nightly.md").read_text()
     assert "| sm_80 | demo.value | value | 10 | 12 | cycles |" in md
+    page = (tmp_path / "n3" / "nightly.html").read_text(encoding="utf-8")   # the same doc
+    assert 'data-key="demo.value" data-kind="value"' in page and "(exit 1)" in page
+    assert (tmp_path / "n3" / "report" / "index.html").is_file()            # the run's page
     # a failing test -> regression
     _suite(tmp_path, 10.0, ok=False)
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION

@@ -204,3 +204,40 @@ def test_a_bad_results_file_is_one_error(tmp_path, capsys):
     assert capsys.readouterr().err.startswith(f"gpuchar-report: {bad}: not a gpuchar results")
     assert cli.main(["html", str(tmp_path / "none.json")]) == 2
 
+
+def test_the_nightly_page_puts_the_changes_on_top(run, tmp_path):
+    from pytest_gpuchar.results import changes as ch
+    _, report = run
+    cur = [dict(r) for r in report["results"]]
+    prev = [dict(r, value=(r["value"] or 0) * 1.5) if r["key"] == "latency.add.u32" else r
+            for r in cur]
+    changes = ch.compare(cur, prev) + [ch.Change("sass", "regression", key="test_snap[sm_90]",
+                                                 detail="- IADD3\n+ IMAD.IADD")]
+    doc = {"exit": 2, "verdict": "regressions", "date": "2026-11-28", "pytest_exit": 1,
+           "pytest_command": ["-m", "pytest"], "wall_s": 90.0, "previous": "prev.json",
+           "environment": {"before": {"device": "NVIDIA H100 80GB HBM3", "arch": "sm_90",
+                                      "board": {"skipped": "NVML: not here"}},
+                           "after": {}, "toolkit": {"ptxas": ["13.5"]},
+                           "CUDA_CACHE_DISABLE": "1", "throttling": ["SM clock changed"]},
+           "status_counts": {}, "skipped": {}, "changes": [c.__dict__ for c in changes],
+           "repeatability": None, "meta": report["meta"], "results": report["results"]}
+    page = html.write_nightly(doc, tmp_path, report["artifacts"])
+    text = page.read_text(encoding="utf-8")
+    self_contained(text)
+    tree = parse(text)
+    header = tree.find(".//header")
+    assert "gpuchar nightly: regressions (exit 2)" in "".join(header.find("h1").itertext())
+    regressions = int(header.find(".//span[@id='changes-regression']").get("data-count"))
+    assert regressions == sum(c.severity == "regression" for c in changes)
+    assert header.find(".//div[@class='sass-diff']") is not None
+    assert "SM clock changed" in "".join(header.itertext())
+    changed = {tr.get("data-key") for tr in header.iter("tr") if tr.get("data-kind")}
+    assert "latency.add.u32" in changed
+    check_against_json(text, report)             # the night's run below the changes
+    # the same page from the saved nightly.json (its run's artifact list from report/, where
+    # the fixture's run wrote its report)
+    assert (tmp_path / "report" / "gpuchar-results.json").is_file()
+    (tmp_path / "nightly.json").write_text(json.dumps(doc))
+    page.unlink()
+    assert cli.main(["html", str(tmp_path / "nightly.json")]) == 0
+    assert (tmp_path / "nightly.html").read_text(encoding="utf-8") == text
