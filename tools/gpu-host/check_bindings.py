@@ -338,102 +338,126 @@ def check_jit(dev, limit: int | None, threads: int) -> None:
         f"new/old {t_new / t_old:.2f}" if t_old else "")
 
 
-def check_launches(dev) -> None:
-    import cupy as cp
-    from pytest_gpuchar.core import driver, jit
-    text = kernels(dev.arch)
-    cubin, _ = jit.link(text, "check.ptx")
-    mod = cp.cuda.function.Module()
-    mod.load(cubin)
-    new, old = driver.Driver(), OldDriver()
-    stream = int(cp.cuda.get_current_stream().ptr)
-    data = cp.zeros(1 << 20, dtype=cp.uint32)
-    addr = int(data.data.ptr)
+class Launch:
+    """What the launch checks share: the check kernels loaded, both drivers, a buffer."""
 
-    # tensor maps: 1D, 2D, a refused box
+    def __init__(self, dev) -> None:
+        import cupy as cp
+        from pytest_gpuchar.core import driver, jit
+        cubin, _ = jit.link(kernels(dev.arch), "check.ptx")
+        self.cp, self.dev = cp, dev
+        self.mod = cp.cuda.function.Module()
+        self.mod.load(cubin)
+        self.new, self.old = driver.Driver(), OldDriver()
+        self.stream = int(cp.cuda.get_current_stream().ptr)
+        self.data = cp.zeros(1 << 20, dtype=cp.uint32)
+        self.addr = int(self.data.data.ptr)
+
+    def sync(self) -> None:
+        self.cp.cuda.get_current_stream().synchronize()
+
+
+def check_tensormaps(L: Launch) -> None:
     for what, args in (("1D", ((1 << 20,), (), (256,))),
                        ("2D", ((1024, 64), (4096,), (64, 4)))):
-        tn, to = new.encode_tiled(addr, *args), old.encode_tiled(addr, *args)
+        tn, to = L.new.encode_tiled(L.addr, *args), L.old.encode_tiled(L.addr, *args)
         row(f"tensormap {what}: 128-byte descriptor", to.bytes()[:8].hex() + "...",
             tn.bytes()[:8].hex() + "...", tn.bytes() == to.bytes(),
             f"new took {tn.tries} encode call(s)")
         DETAILS[f"tensormap_{what}"] = {"old": to.bytes().hex(), "new": tn.bytes().hex()}
-    for label, call in (("old", lambda: old.encode_tiled(addr, (1 << 20,), (), (300,))),
-                        ("new", lambda: new.encode_tiled(addr, (1 << 20,), (), (300,)))):
+    for label, drv in (("old", L.old), ("new", L.new)):
         try:
-            call()
+            drv.encode_tiled(L.addr, (1 << 20,), (), (300,))
             DETAILS[f"refused_box_{label}"] = "accepted"
         except Exception as e:      # noqa: BLE001
             DETAILS[f"refused_box_{label}"] = str(e)
-    row("tensormap box 300: refused", DETAILS["refused_box_old"][-60:],
-        DETAILS["refused_box_new"][-60:],
-        ("accepted" != DETAILS["refused_box_old"]) == ("accepted" != DETAILS["refused_box_new"]))
+    o, n = DETAILS["refused_box_old"], DETAILS["refused_box_new"]
+    row("tensormap box 300: refused", o[-60:], n[-60:], (o == "accepted") == (n == "accepted"))
 
-    # parameters as the kernel saw them
-    fn = mod.get_function("params")
-    tm_new = new.encode_tiled(addr, (1024, 64), (4096,), (64, 4))
-    tm_old = old.encode_tiled(addr, (1024, 64), (4096,), (64, 4))
+
+def check_params(L: Launch) -> None:
+    """A kernel that stores its u32, u64 and tensor-map parameters: what it saw, both ways."""
+    fn = L.mod.get_function("params")
+    tm_new = L.new.encode_tiled(L.addr, (1024, 64), (4096,), (64, 4))
+    tm_old = L.old.encode_tiled(L.addr, (1024, 64), (4096,), (64, 4))
     seen = {}
-    for label, drv, tm in (("old", old, tm_old), ("new", new, tm_new)):
-        out = cp.zeros(18, dtype=cp.uint64)
+    for label, drv, tm in (("old", L.old, tm_old), ("new", L.new, tm_new)):
+        out = L.cp.zeros(18, dtype=L.cp.uint64)
         drv.launch(int(fn.ptr), (1,), (1,), (out, np.uint32(0xC0FFEE), np.uint64(2**40 + 7), tm),
-                   cluster=None, shared_mem=0, stream=stream)
-        cp.cuda.get_current_stream().synchronize()
+                   cluster=None, shared_mem=0, stream=L.stream)
+        L.sync()
         seen[label] = out.get()
-    expect_tm = np.frombuffer(tm_new.bytes(), "<u8")
     ok = [int(seen["new"][0]) & 0xFFFFFFFF == 0xC0FFEE, int(seen["new"][1]) == 2**40 + 7,
-          np.array_equal(seen["new"][2:], expect_tm)]
-    row("params: u32, u64, tensor map", "as passed" if np.array_equal(seen["old"], seen["new"])
-        else "differs", "as passed" if all(ok) else f"wrong {ok}",
-        np.array_equal(seen["old"], seen["new"]) and all(ok))
+          np.array_equal(seen["new"][2:], np.frombuffer(tm_new.bytes(), "<u8"))]
+    same = np.array_equal(seen["old"], seen["new"])
+    row("params: u32, u64, tensor map", "as passed" if same else "differs",
+        "as passed" if all(ok) else f"wrong {ok}", same and all(ok))
 
-    if int(dev.arch.split("_")[1]) < 90:
-        row("cluster launches", "-", "-", None, f"{dev.arch}: no clusters")
+
+def check_occupancy(L: Launch, fn, size: int) -> int:
+    """Clusters of `size` resident at once, both ways, with and without 100 KiB of shared
+    memory; the new way's answer without (0: none)."""
+    f = int(fn.ptr)
+    if size > 8:
+        L.old.set_attribute(f, 14, 1)
+        L.new.set_attribute(f, 14, 1)
+    o, n = (d.max_active_clusters(f, size, (128,), 0) for d in (L.old, L.new))
+    for d in (L.old, L.new):
+        d.set_attribute(f, 8, 100 << 10)
+    o2, n2 = (d.max_active_clusters(f, size, (128,), 100 << 10) for d in (L.old, L.new))
+    row(f"occupancy: clusters of {size}", f"{o} / {o2} (100 KiB)", f"{n} / {n2} (100 KiB)",
+        (o, o2) == (n, n2))
+    return n
+
+
+def check_clusters(L: Launch) -> None:
+    if int(L.dev.arch.split("_")[1]) < 90:
+        row("cluster launches", "-", "-", None, f"{L.dev.arch}: no clusters")
         return
-    cfn = mod.get_function("cluster")
+    cfn = L.mod.get_function("cluster")
     for size in (1, 2, 4, 8, 16):
-        o = n = None
         try:
-            if size > 8:
-                old.set_attribute(int(cfn.ptr), 14, 1)
-                new.set_attribute(int(cfn.ptr), 14, 1)
-            o = old.max_active_clusters(int(cfn.ptr), size, (128,), 0)
-            n = new.max_active_clusters(int(cfn.ptr), size, (128,), 0)
-            old.set_attribute(int(cfn.ptr), 8, 100 << 10)
-            new.set_attribute(int(cfn.ptr), 8, 100 << 10)
-            o2 = old.max_active_clusters(int(cfn.ptr), size, (128,), 100 << 10)
-            n2 = new.max_active_clusters(int(cfn.ptr), size, (128,), 100 << 10)
-            row(f"occupancy: clusters of {size}", f"{o} / {o2} (100 KiB)", f"{n} / {n2} (100 KiB)",
-                (o, o2) == (n, n2))
+            n = check_occupancy(L, cfn, size)
         except Exception as e:    # noqa: BLE001
-            row(f"occupancy: clusters of {size}", o, n, None, f"error: {str(e)[:100]}")
+            row(f"occupancy: clusters of {size}", "", "", None, f"error: {str(e)[:100]}")
+            continue
         if not n:
             continue
         got = {}
-        for label, drv in (("old", old), ("new", new)):
-            out = cp.zeros(4 * 32, dtype=cp.uint32)
+        for label, drv in (("old", L.old), ("new", L.new)):
+            out = L.cp.zeros(4 * 32, dtype=L.cp.uint32)
             drv.launch(int(cfn.ptr), (32,), (128,), (out,), cluster=size, shared_mem=0,
-                       stream=stream)
-            cp.cuda.get_current_stream().synchronize()
+                       stream=L.stream)
+            L.sync()
             got[label] = out.get().reshape(32, 4)
         c = np.arange(32)
         want = np.stack([c, c % size, c // size, np.full(32, size)], axis=1)
         row(f"cluster launch of {size}", "as expected" if np.array_equal(got["old"], want) else
             "WRONG", "as expected" if np.array_equal(got["new"], want) else "WRONG",
             np.array_equal(got["old"], got["new"]) and np.array_equal(got["new"], want))
-
     msgs = {}
-    for label, drv in (("old", old), ("new", new)):
+    for label, drv in (("old", L.old), ("new", L.new)):     # last: a refusal
         try:
-            drv.launch(int(cfn.ptr), (64,), (1024,), (data,), cluster=64, shared_mem=0,
-                       stream=stream)
-            cp.cuda.get_current_stream().synchronize()
+            drv.launch(int(cfn.ptr), (64,), (1024,), (L.data,), cluster=64, shared_mem=0,
+                       stream=L.stream)
+            L.sync()
             msgs[label] = "accepted"
         except Exception as e:    # noqa: BLE001
             msgs[label] = str(e)
     DETAILS["refused_launch"] = msgs
     row("errors: cluster of 64 refused", msgs["old"][-60:], msgs["new"][-60:],
         ("accepted" == msgs["old"]) == ("accepted" == msgs["new"]))
+
+
+def check_launches(dev) -> None:
+    L = Launch(dev)
+    for check in (check_tensormaps, check_params, check_clusters):
+        try:
+            check(L)
+        except Exception as e:    # noqa: BLE001 - one check's failure is a row
+            row(f"{check.__name__}: ERROR", "", f"{type(e).__name__}: {e}"[:80], False)
+            DETAILS[f"{check.__name__}_traceback"] = traceback.format_exc()
+            print(DETAILS[f"{check.__name__}_traceback"], file=sys.stderr)
 
 
 def check_nvml(dev) -> None:
@@ -484,28 +508,7 @@ def _agrees(mine, theirs) -> bool | None:
     return abs(float(mine) - v) <= max(1.0, 0.05 * abs(v))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modules", type=int, default=None, help="JIT only the first N modules")
-    ap.add_argument("--threads", type=int, default=16, help="JIT threads (the suite's pool: 16)")
-    args = ap.parse_args()
-    from pytest_gpuchar.core import bindings, device
-    dev = device.detect()
-    print("device:", dev.header_lines() if dev else dev.reason)
-    DETAILS["device"] = dev.header_lines() if dev else dev.reason
-    DETAILS["cuda_bindings"] = bindings.version()
-    row("cuda-bindings", "ctypes on libcuda", bindings.version() or "missing", None)
-    if not dev:
-        return 1
-    for name, check in (("jit", lambda: check_jit(dev, args.modules, args.threads)),
-                        ("launches", lambda: check_launches(dev)),
-                        ("nvml", lambda: check_nvml(dev))):
-        try:
-            check()
-        except Exception as e:    # noqa: BLE001 - one check's failure is a row, not the end
-            row(f"{name}: ERROR", "", f"{type(e).__name__}: {e}"[:80], False)
-            DETAILS[f"{name}_traceback"] = traceback.format_exc()
-            print(DETAILS[f"{name}_traceback"], file=sys.stderr)
+def write_out() -> None:
     out = os.environ.get("OUT", ".")
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "check_bindings.txt"), "w") as f:
@@ -516,6 +519,32 @@ def main() -> int:
                     + (f"  {r['note']}" if r["note"] else "") + "\n")
     with open(os.path.join(out, "check_bindings.json"), "w") as f:
         json.dump({"rows": ROWS, "details": DETAILS}, f, indent=1, default=str)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modules", type=int, default=None, help="JIT only the first N modules")
+    ap.add_argument("--threads", type=int, default=16, help="JIT threads (the suite's pool: 16)")
+    args = ap.parse_args()
+    from pytest_gpuchar.core import bindings, device
+    dev = device.detect()
+    print("device:", dev.header_lines() if dev else dev.reason)
+    DETAILS["device"] = dev.header_lines() if dev else dev.reason
+    row("cuda-bindings", "ctypes on libcuda", bindings.version() or "missing", None)
+    if not dev:
+        row("device", "", dev.reason[:80], False)
+        write_out()
+        return 1
+    for name, check in (("jit", lambda: check_jit(dev, args.modules, args.threads)),
+                        ("launches", lambda: check_launches(dev)),
+                        ("nvml", lambda: check_nvml(dev))):
+        try:
+            check()
+        except Exception as e:    # noqa: BLE001 - one check's failure is a row, not the end
+            row(f"{name}: ERROR", "", f"{type(e).__name__}: {e}"[:80], False)
+            DETAILS[f"{name}_traceback"] = traceback.format_exc()
+            print(DETAILS[f"{name}_traceback"], file=sys.stderr)
+    write_out()
     bad = [r for r in ROWS if r["same"] is False]
     print(f"{len(bad)} of {len(ROWS)} rows differ")
     return 1 if bad else 0
