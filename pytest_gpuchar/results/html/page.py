@@ -168,6 +168,26 @@ def _boards(meta: dict) -> list[dict]:
     return out
 
 
+def notes(results: list[dict]) -> list[str]:
+    """The terminal summary's notes: PTX->SASS mappings that differ from the papers' record,
+    the driver's JIT against the offline ptxas of its CUDA version."""
+    out = []
+    differ = Counter(r.get("arch", "") for r in results
+                     if r.get("status") == "info" and (r.get("data") or {}).get("differs"))
+    if differ:
+        out.append(f"{sum(differ.values())} PTX->SASS mappings differ from the paper's record ("
+                   + ", ".join(f"{a} {n}" for a, n in sorted(differ.items()))
+                   + "): the info rows of the sections")
+    jit = [r for r in results if (r.get("data") or {}).get("jit_equals_ptxas") is not None]
+    if jit:
+        odd = sorted({r["key"] for r in jit if r["data"]["jit_equals_ptxas"] is False})
+        versions = ", ".join(sorted({str(r["data"].get("ptxas")) for r in jit}))
+        shown = ", ".join(odd[:12]) + (f" and {len(odd) - 12} more" if len(odd) > 12 else "")
+        out.append(f"driver JIT vs ptxas {versions}: {len(jit) - len(odd)} of {len(jit)} probes "
+                   f"identical" + (f"; differ: {shown}" if odd else ""))
+    return out
+
+
 def first_screen(rows: list[dict], meta: dict, sass: list, other: list) -> dict:
     attention = [r for r in rows if r["status"] in ATTENTION or r["moved"]]
     order = {s: k for k, s in enumerate(ATTENTION)}
@@ -291,7 +311,7 @@ def report_context(doc: dict, artifacts_dir: Path | None = None, generations=Non
         sorted({str((r.get("provenance") or {}).get("device", "")) for r in results} - {""})
     title = f"gpuchar: {', '.join(devices) or 'no GPU'} ({', '.join(meta.get('archs') or []) or '-'})"
     return {"title": title, "meta": meta, "devices": devices,
-            "first": first_screen(rows, meta, sass, other),
+            "first": dict(first_screen(rows, meta, sass, other), notes=notes(results)),
             "sections": sections(rows, topics_of(results, meta), meta, plots, sass, other),
             "multi_board": len({r["board"] for r in rows if r["board"]}) > 1,
             "fleet": _fleet(results), "provenance": provenance(meta),
