@@ -187,9 +187,11 @@ class OldDriver:
             if hasattr(a, "data") and hasattr(a.data, "ptr"):
                 keep.append(ctypes.c_uint64(int(a.data.ptr)))
             elif isinstance(a, (np.uint32, np.int32)):
-                keep.append((ctypes.c_uint32 if isinstance(a, np.uint32) else ctypes.c_int32)(int(a)))
+                t = ctypes.c_uint32 if isinstance(a, np.uint32) else ctypes.c_int32
+                keep.append(t(int(a)))
             elif isinstance(a, (np.uint64, np.int64)):
-                keep.append((ctypes.c_uint64 if isinstance(a, np.uint64) else ctypes.c_int64)(int(a)))
+                t = ctypes.c_uint64 if isinstance(a, np.uint64) else ctypes.c_int64
+                keep.append(t(int(a)))
             else:
                 raise TypeError(a)
         ptrs = (ctypes.c_void_p * max(1, len(keep)))()
@@ -268,7 +270,8 @@ def kernels(arch: str) -> str:
   st.global.u64 [%rd1+8], %rd2;
 """
     for k in range(16):
-        text += f"  ld.param.u64 %rd3, [tmap+{8 * k}];\n  st.global.u64 [%rd1+{16 + 8 * k}], %rd3;\n"
+        text += (f"  ld.param.u64 %rd3, [tmap+{8 * k}];\n"
+                 f"  st.global.u64 [%rd1+{16 + 8 * k}], %rd3;\n")
     text += "  ret;\n}\n"
     if int(arch.split("_")[1].rstrip("a")) >= 90:
         text += """

@@ -309,7 +309,8 @@ def report_context(doc: dict, artifacts_dir: Path | None = None, generations=Non
     plots = _plots(doc.get("artifacts") or [], artifacts_dir)
     devices = sorted({str(meta.get("device") or "")} - {""}) or \
         sorted({str((r.get("provenance") or {}).get("device", "")) for r in results} - {""})
-    title = f"gpuchar: {', '.join(devices) or 'no GPU'} ({', '.join(meta.get('archs') or []) or '-'})"
+    archs = ", ".join(meta.get("archs") or []) or "-"
+    title = f"gpuchar: {', '.join(devices) or 'no GPU'} ({archs})"
     return {"title": title, "meta": meta, "devices": devices,
             "first": dict(first_screen(rows, meta, sass, other), notes=notes(results)),
             "sections": sections(rows, topics_of(results, meta), meta, plots, sass, other),
