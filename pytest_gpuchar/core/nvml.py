@@ -72,6 +72,9 @@ def _fields(lib) -> dict:
     corr, unc = lib.NVML_MEMORY_ERROR_TYPE_CORRECTED, lib.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
     vol, agg = lib.NVML_VOLATILE_ECC, lib.NVML_AGGREGATE_ECC
     on = (lambda v: "enabled" if v else "disabled")
+    # nvidia-ml-py renamed "throttle reasons" to "clocks event reasons" (12.535)
+    held = getattr(lib, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        lib.nvmlDeviceGetCurrentClocksThrottleReasons
     return {
         "name": lambda h: _text(lib.nvmlDeviceGetName(h)),
         "uuid": lambda h: _text(lib.nvmlDeviceGetUUID(h)),
@@ -83,7 +86,7 @@ def _fields(lib) -> dict:
         "mem_max_mhz": lambda h: lib.nvmlDeviceGetMaxClockInfo(h, lib.NVML_CLOCK_MEM),
         "sm_app_mhz": lambda h: lib.nvmlDeviceGetApplicationsClock(h, lib.NVML_CLOCK_SM),
         "mem_app_mhz": lambda h: lib.nvmlDeviceGetApplicationsClock(h, lib.NVML_CLOCK_MEM),
-        "clock_event_mask": lambda h: int(lib.nvmlDeviceGetCurrentClocksEventReasons(h)),
+        "clock_event_mask": lambda h: int(held(h)),
         "power_w": lambda h: lib.nvmlDeviceGetPowerUsage(h) / 1000.0,
         "power_limit_w": lambda h: lib.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0,
         "temperature_c": lambda h: lib.nvmlDeviceGetTemperature(h, lib.NVML_TEMPERATURE_GPU),
@@ -139,7 +142,7 @@ def read(uuid: str = "", pci_bus_id: str = "", index: int | None = None, lib=Non
             except lib.NVMLError_NotSupported:
                 out[name] = None
                 out["unsupported"].append(name)
-            except lib.NVMLError as e:
+            except (lib.NVMLError, AttributeError) as e:   # AttributeError: an older pynvml
                 out[name] = None
                 out["errors"][name] = str(e)
         if out.get("clock_event_mask") is not None:
