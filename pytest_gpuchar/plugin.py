@@ -266,6 +266,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         st.recorder.meta.update(dev.provenance())
         # where a hardware run's time went: seconds blocked on the JIT, ptxas, the GPU
         st.recorder.meta["blocked_s"] = timing.summary()
+        # NVML at the start and now (throttling, ECC): read where the tests ran; a controller
+        # of pytest-xdist workers has its workers' boards (GpuCharSession.pytest_testnodedown)
+        if st.is_worker:
+            session.config.workeroutput["gpuchar_boards"] = [st.board_entry()]
+        elif not st.controller_of_workers:
+            st.recorder.meta["boards"] = [st.board_entry()]
+    if st.is_worker:          # the controller's report sections the results by topic
+        for key in ("topics", "topic_docs"):
+            session.config.workeroutput[f"gpuchar_{key}"] = st.recorder.meta.get(key, {})
     if st.report_dir and not st.is_worker:
         if any(r.value is not None for r in st.recorder.results):
             from .results import generations

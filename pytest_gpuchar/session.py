@@ -227,8 +227,14 @@ class GpuCharSession:
         pytest-xdist's loadgroup distribution, one arch's static checks go to one worker and
         one topic's hardware tests of an arch to one worker (they share its measurements:
         a sweep is made once), so each worker compiles only what it runs."""
-        from .topics.registry import topic_of
+        from .topics.registry import TOPICS, topic_of
         self._static_once(items)
+        named = {item.nodeid.split("::")[0]: topic_of(item) for item in items}
+        topics = {m: t for m, t in named.items() if t}
+        if topics:     # each test module's topic: the HTML report's sections
+            self.recorder.meta.setdefault("topics", {}).update(topics)
+            self.recorder.meta.setdefault("topic_docs", {}).update(
+                {t: TOPICS[t].doc for t in topics.values() if t in TOPICS})
         for item in items:
             arch = getattr(item, "callspec", None) and item.callspec.params.get("arch")
             if not arch:
@@ -344,6 +350,27 @@ class GpuCharSession:
         d.mkdir(parents=True, exist_ok=True)
         self.recorder.add_artifact(name, caption, test)
         return d / name
+
+    def board_entry(self) -> dict:
+        """This session's GPU as NVML saw it when it was detected (the start) and now (the
+        end), and what makes its figures suspect (core/nvml.flags)."""
+        from .core import nvml
+        dev = self._device
+        start = dict(getattr(dev, "board", None) or {})
+        end = nvml.read(uuid=getattr(dev, "uuid", ""), pci_bus_id=getattr(dev, "pci_bus_id", ""))
+        return {"device_index": dev.index, "uuid": getattr(dev, "uuid", ""), "device": dev.name,
+                "start": start, "end": end, "flags": nvml.flags(start, end)}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """pytest-xdist: a worker's board (start and end) and its test modules' topics reach
+        the controller's report."""
+        out = getattr(node, "workeroutput", {})
+        if out.get("gpuchar_boards"):
+            self.recorder.meta.setdefault("boards", []).extend(out["gpuchar_boards"])
+        for key in ("topics", "topic_docs"):
+            if out.get(f"gpuchar_{key}"):
+                self.recorder.meta.setdefault(key, {}).update(out[f"gpuchar_{key}"])
 
     def provenance(self) -> dict:
         dev = self.device

@@ -9,7 +9,9 @@ the previous run's results, and writes
   <out>/nightly.json   machine-readable: environment, clocks, every change with its class
   <out>/nightly.md     for people: what changed (characteristic, old value, new value,
                        tolerance), the SASS diffs of snapshot failures, what was skipped
-  <out>/report/        the run's own gpuchar-results.json / gpuchar-summary.md / artifacts
+  <out>/nightly.html   the same document as one self-contained page, the night's run below
+  <out>/report/        the run's own gpuchar-results.json / gpuchar-summary.md / index.html /
+                       artifacts
   <out>/pytest.log, <out>/junit.xml
 
 Exit status:
@@ -70,8 +72,8 @@ try:
         out = {"device": d.name, "arch": d.arch, "driver": d.driver,
                "cuda_driver_api": d.cuda_driver_api, "cuda_runtime": d.cuda_runtime,
                "sm_count": d.sm_count, "sm_clock_max_mhz": d.sm_clock_max_mhz,
-               "sm_clock_smi_mhz": d.sm_clock_now_mhz,
-               "sm_clock_measured_mhz": round(mhz, 1)}
+               "sm_clock_nvml_mhz": d.sm_clock_now_mhz,
+               "sm_clock_measured_mhz": round(mhz, 1), "board": d.board}
     else:
         out = {"no_gpu": d.reason}
 except Exception as e:
@@ -79,26 +81,9 @@ except Exception as e:
 print(json.dumps(out))
 """
 
-SMI_FIELDS = ("clocks.sm,clocks.max.sm,clocks_throttle_reasons.active,temperature.gpu,"
-              "power.draw")
-
-
-def smi() -> dict:
-    try:
-        txt = subprocess.run(["nvidia-smi", f"--query-gpu={SMI_FIELDS}",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                             timeout=20).stdout.strip().splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return {}
-    if not txt:
-        return {}
-    vals = [v.strip() for v in txt[0].split(",")]
-    return dict(zip(("sm_mhz", "max_sm_mhz", "throttle_reasons", "temperature_c", "power_w"),
-                    vals))
-
-
 def clock_snapshot(env: dict) -> dict:
-    """Device, driver and the measured SM clock (a short busy loop) in a fresh process."""
+    """Device, driver, the board as NVML reads it and the measured SM clock (a short busy
+    loop) in a fresh process."""
     try:
         p = subprocess.run([sys.executable, "-c", CLOCK_PROBE], capture_output=True, text=True,
                            timeout=120, env=env)
@@ -106,28 +91,26 @@ def clock_snapshot(env: dict) -> dict:
             "error": p.stderr.strip()[-300:]}
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
         info = {"error": f"{type(e).__name__}: {e}"}
-    info["nvidia_smi"] = smi()
     info["time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     return info
 
 
 def throttling(before: dict, after: dict) -> list[str]:
-    """Reasons to distrust tonight's clock: measured below THROTTLE_FRACTION of the max, or
-    start and end differing by more than CLOCK_DRIFT, or nvidia-smi naming a throttle reason."""
+    """Reasons to distrust tonight's figures: the SM clock measured below THROTTLE_FRACTION of
+    the max, or start and end differing by more than CLOCK_DRIFT; what NVML saw on the board
+    at the start and the end (a clock-event reason other than idle, ECC errors, a narrow PCIe
+    link, MIG mode: core/nvml.flags)."""
+    from ..core import nvml
     flags = []
     for when, c in (("start", before), ("end", after)):
         mhz, top = number(c.get("sm_clock_measured_mhz")), number(c.get("sm_clock_max_mhz"))
         if mhz and top and mhz < THROTTLE_FRACTION * top:
             flags.append(f"SM clock at the {when} {mhz:.0f} MHz < {THROTTLE_FRACTION:.0%} of "
                          f"max {top:.0f} MHz")
-        reasons = c.get("nvidia_smi", {}).get("throttle_reasons", "")
-        # 0x0 none, 0x1 GPU idle (normal between launches)
-        if reasons and reasons not in ("0x0000000000000000", "0x0000000000000001", "[N/A]"):
-            flags.append(f"nvidia-smi throttle reasons at the {when}: {reasons}")
     a, b = number(before.get("sm_clock_measured_mhz")), number(after.get("sm_clock_measured_mhz"))
     if a and b and abs(b - a) > CLOCK_DRIFT * a:
         flags.append(f"SM clock changed during the run: {a:.0f} -> {b:.0f} MHz")
-    return flags
+    return flags + nvml.flags(before.get("board") or {}, after.get("board") or {})
 
 
 def toolkit() -> dict:
@@ -207,8 +190,11 @@ def markdown(doc: dict) -> str:
             f"- **suite**: `{' '.join(doc['pytest_command'])}` -> pytest exit "
             f"{doc['pytest_exit']}, {doc['wall_s']} s",
             *compared_with(doc), ""]
+    if dev.get("board"):
+        from ..core.nvml import summary
+        out.insert(-1, f"- **board** (NVML, start): {summary(dev['board'])}")
     if env.get("throttling"):
-        out += ["**Throttling flagged** (timings tonight may be off):", ""]
+        out += ["**Throttling flagged** (or a board fault: timings tonight may be off):", ""]
         out += [f"- {f}" for f in env["throttling"]] + [""]
     counts = doc.get("status_counts", {})
     out += ["Status counts: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"), ""]
@@ -421,6 +407,8 @@ def run(args) -> int:
     _write(out / "nightly.json", json.dumps(doc, indent=1, default=str))
     _write(out / "nightly.md", markdown(doc))
     record_history(args, doc, out / "nightly.json", code)
+    from ..results import html
+    html.write_nightly(doc, out, current.get("artifacts"))
     n = {s: sum(c.severity == s for c in changes) for s in ("regression", "change", "note")}
     print(f"gpuchar-nightly: {EXIT_TEXT[code]} (exit {code}): {n['regression']} regressions, "
           f"{n['change']} changes within tolerance, {n['note']} notes; pytest exit "

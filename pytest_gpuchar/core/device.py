@@ -1,14 +1,17 @@
 """The GPU present, detected lazily (CuPy is imported only when something asks), once.
 
-``detect()`` returns a DeviceInfo or a Absent carrying the reason (CuPy not installed, no
-driver, no device), so hardware tests skip with that reason in the summary.
+``detect()`` returns a DeviceInfo or a Absent carrying the reason (CuPy or NVIDIA's CUDA
+bindings not installed, no driver, no device), so hardware tests skip with that reason in the
+summary. The board's state (clocks, throttle reasons, power, ECC, PCIe, MIG) is read through
+NVML when the device is detected (``DeviceInfo.board``, see nvml.py).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import subprocess
 from dataclasses import dataclass, field
+
+from . import bindings, nvml
 
 
 @dataclass
@@ -31,7 +34,7 @@ class DeviceInfo:
     sm_clock_max_mhz: float | None
     sm_clock_now_mhz: float | None
     mem_clock_mhz: float | None
-    driver: str            # e.g. "580.95.05" (nvidia-smi) or "13.0" (CUDA driver API)
+    driver: str            # e.g. "580.95.05" (NVML) or "13.0" (CUDA driver API)
     cuda_driver_api: str   # "13.0"
     cuda_runtime: str
     extra: dict = field(default_factory=dict)
@@ -42,18 +45,22 @@ class DeviceInfo:
     max_shared_per_block_optin: int = 0
     free_memory_bytes: int | None = None
     uuid: str = ""         # GPU-xxxxxxxx-...: tells boards of one model apart in a fleet
+    pci_bus_id: str = ""   # 0000:1B:00.0: how NVML finds the board when the UUID does not
+    board: dict = field(default_factory=dict)   # nvml.read() when the device was detected
 
     def __bool__(self) -> bool:
         return True
 
     def header_lines(self) -> list[str]:
-        clk = (f"SM clock {self.sm_clock_now_mhz:.0f} MHz now / "
-               f"{self.sm_clock_max_mhz:.0f} max" if self.sm_clock_max_mhz else "SM clock unknown")
+        now = "?" if self.sm_clock_now_mhz is None else f"{self.sm_clock_now_mhz:.0f}"
+        clk = (f"SM clock {now} MHz now / {self.sm_clock_max_mhz:.0f} max"
+               if self.sm_clock_max_mhz else "SM clock unknown")
         return [f"GPU {self.index}{f' {self.uuid}' if self.uuid else ''}: {self.name} "
                 f"({self.arch}), {self.sm_count} SMs, {clk}, "
                 f"L2 {self.l2_bytes / 2**20:.0f} MiB, smem/SM {self.shared_per_sm // 1024} KiB",
                 f"driver {self.driver} (CUDA driver API {self.cuda_driver_api}), "
-                f"CUDA runtime {self.cuda_runtime}"]
+                f"CUDA runtime {self.cuda_runtime}"] + (
+                    [f"board (NVML): {nvml.summary(self.board)}"] if self.board else [])
 
     def provenance(self, **extra) -> dict:
         from . import toolchain
@@ -95,16 +102,16 @@ def _version(v: int) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def _smi(index: int) -> dict:
-    q = "driver_version,clocks.sm,clocks.max.sm,clocks.mem"
+def _pci_bus_id(index: int) -> str:
     try:
-        out = subprocess.run(["nvidia-smi", f"--id={index}", f"--query-gpu={q}",
-                              "--format=csv,noheader,nounits"], capture_output=True,
-                             text=True, timeout=20).stdout.strip()
-        drv, sm, smax, mem = [x.strip() for x in out.split(",")]
-        return {"driver": drv, "sm": float(sm), "smax": float(smax), "mem": float(mem)}
-    except Exception:  # noqa: BLE001 - nvidia-smi is optional
-        return {}
+        from cupy.cuda import runtime
+        return str(runtime.deviceGetPCIBusId(index))
+    except Exception:  # noqa: BLE001 - optional: NVML then matches by UUID alone
+        return ""
+
+
+def _number(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) else None
 
 
 def detect(index: int | None = None) -> DeviceInfo | Absent:
@@ -126,6 +133,13 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
         return Absent("no GPU: the CUDA driver reports 0 devices")
     if index >= n:
         return Absent(f"no GPU {index}: only {n} device(s)")
+    try:
+        bindings.driver_api()
+    except bindings.BindingsMissing as e:
+        return Absent(f"no GPU driver bindings: {e}")
+    why = bindings.mismatch(bindings.version(), _version(runtime.driverGetVersion()))
+    if why:
+        return Absent(f"no usable GPU driver bindings: {why}")
     runtime.setDevice(index)
     props = runtime.getDeviceProperties(index)
 
@@ -137,27 +151,29 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
 
     name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     arch = f"sm_{props['major']}{props['minor']}"
-    smi = _smi(index)
+    uuid, pci = _uuid(props) or _driver_uuid(index), _pci_bus_id(index)
+    board = nvml.read(uuid=uuid, pci_bus_id=pci)
     clock_khz = attr("cudaDevAttrClockRate")
-    smax = smi.get("smax") or (clock_khz / 1000 if clock_khz else None)
+    smax = _number(board.get("sm_max_mhz")) or (clock_khz / 1000 if clock_khz else None)
     return DeviceInfo(
         index=index, name=name, arch=arch, sm_count=int(props["multiProcessorCount"]),
         l2_bytes=int(props["l2CacheSize"]),
         shared_per_sm=int(props.get("sharedMemPerMultiprocessor", 0)),
         memory_bytes=int(props["totalGlobalMem"]),
-        sm_clock_max_mhz=smax, sm_clock_now_mhz=smi.get("sm"), mem_clock_mhz=smi.get("mem"),
-        driver=smi.get("driver") or _version(runtime.driverGetVersion()),
+        sm_clock_max_mhz=smax, sm_clock_now_mhz=_number(board.get("sm_mhz")),
+        mem_clock_mhz=_number(board.get("mem_mhz")),
+        driver=board.get("driver") or _version(runtime.driverGetVersion()),
         cuda_driver_api=_version(runtime.driverGetVersion()),
         cuda_runtime=_version(runtime.runtimeGetVersion()),
         l1_shared_bytes=L1_SHARED_BYTES.get(arch, 0),
         max_shared_per_block_optin=int(attr("cudaDevAttrMaxSharedMemoryPerBlockOptin", 0) or 0),
         free_memory_bytes=free_memory(index),
-        uuid=_uuid(props) or _driver_uuid(index),
+        uuid=uuid or str(board.get("uuid") or ""), pci_bus_id=pci, board=board,
     )
 
 
 def _uuid(props: dict) -> str:
-    """The device's UUID as nvidia-smi prints it (GPU-8-4-4-4-12 hex), or ""."""
+    """The device's UUID as NVML and the driver tools print it (GPU-8-4-4-4-12 hex), or ""."""
     raw = props.get("uuid")
     if not isinstance(raw, (bytes, bytearray)) or len(raw) != 16:
         return ""
@@ -165,26 +181,21 @@ def _uuid(props: dict) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def _libcuda():
-    import ctypes
-    import ctypes.util
-    return ctypes.CDLL(ctypes.util.find_library("cuda") or "libcuda.so.1")
-
-
-def _driver_uuid(index: int) -> str:
-    """The UUID from the driver API (cuDeviceGetUuid_v2), for when CuPy's properties lack it:
-    CuPy reads the 16-byte uuid field as a C string, cut at its first zero byte (an H100
-    GPU-3b4917e6-00cd-... came back as 4 bytes)."""
+def _driver_uuid(index: int, api=None) -> str:
+    """The UUID from the driver API (cuDeviceGetUuid through cuda-bindings), for when CuPy's
+    properties lack it: CuPy reads the 16-byte uuid field as a C string, cut at its first zero
+    byte (an H100 GPU-3b4917e6-00cd-... came back as 4 bytes)."""
     try:
-        import ctypes
-        lib = _libcuda()
-        dev = ctypes.c_int()
-        raw = (ctypes.c_ubyte * 16)()
-        if lib.cuInit(0) or lib.cuDeviceGet(ctypes.byref(dev), index) or \
-                lib.cuDeviceGetUuid_v2(raw, dev):
+        api = api if api is not None else bindings.driver_api()
+        err, = api.cuInit(0)
+        if int(err):
             return ""
-        return _uuid({"uuid": bytes(raw)})
-    except Exception:  # noqa: BLE001 - no libcuda: the UUID stays unknown
+        err, dev = api.cuDeviceGet(index)
+        if int(err):
+            return ""
+        err, raw = api.cuDeviceGetUuid(dev)
+        return "" if int(err) else _uuid({"uuid": bytes(raw.bytes)})
+    except Exception:  # noqa: BLE001 - no bindings or no driver: the UUID stays unknown
         return ""
 
 

@@ -1,16 +1,16 @@
-"""What CuPy's launch does not offer, through the CUDA driver API by ctypes on libcuda:
-thread-block cluster launches (cuLaunchKernelEx with a cluster-dimension attribute), function
-attributes, the cluster occupancy query and TMA tensor-map descriptors. ``ClusterLauncher``
-launches through the session's ``Gpu``: ensure_alive before every launch, the caller waits
-with ``Gpu.wait`` (the watchdog) on the same stream."""
+"""What CuPy's launch does not offer, through NVIDIA's CUDA Python bindings (cuda-bindings,
+``cuda.bindings.driver``): thread-block cluster launches (cuLaunchKernelEx with a
+cluster-dimension attribute), function attributes, the cluster occupancy query and TMA
+tensor-map descriptors. ``ClusterLauncher`` launches through the session's ``Gpu``:
+ensure_alive before every launch, the caller waits with ``Gpu.wait`` (the watchdog) on the
+same stream. A call the driver refuses raises DriverError with the binding's CUresult name."""
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bindings import address_of, driver_api, failure
 from .gpu import LaunchRefused
 from .probe import NotApplicable
 
@@ -21,33 +21,17 @@ CU_TENSOR_MAP_DATA_TYPE_UINT32 = 2
 TENSOR_MAP_BYTES = 128
 TENSOR_MAP_ALIGN = 128
 PORTABLE = 8          # the largest cluster every sm_90 device must launch
-
-
-class Dim3(ctypes.Structure):
-    _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
-
-
-class AttrValue(ctypes.Union):
-    """CUlaunchAttributeValue: 64 bytes, 8-byte aligned (it holds pointers elsewhere)."""
-    _fields_ = [("pad", ctypes.c_char * 64), ("cluster", Dim3), ("align", ctypes.c_uint64)]
-
-
-class LaunchAttr(ctypes.Structure):
-    """CUlaunchAttribute: id, 4 bytes of padding, the value."""
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", AttrValue)]
-
-
-class LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig."""
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
-                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
-                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
-                ("attrs", ctypes.POINTER(LaunchAttr)), ("numAttrs", ctypes.c_uint)]
+# cuda-bindings encodes a tensor map into a CUtensorMap object that CPython allocates 16-byte
+# aligned (cuda-python PR 1692), while the driver documents 64 (CUDA 12) / 128 (CUDA 13) for
+# the descriptor: a refusal counts only for a descriptor at an aligned address, each retry
+# in a fresh object (the refused ones kept alive, so that the next lies elsewhere)
+ENCODE_TRIES = 16
+SLOT = 8              # bytes per scalar kernel parameter slot (4- and 8-byte parameters)
 
 
 class DriverError(RuntimeError):
-    """A driver call returned an error: the call, the code, the driver's name and text."""
+    """A driver call returned an error: the call, the code, the binding's CUresult name and
+    the driver's text."""
 
     def __init__(self, call: str, code: int, name: str, text: str) -> None:
         super().__init__(f"{call} failed: {name} ({code}): {text}")
@@ -58,123 +42,155 @@ class TensorMapRejected(DriverError):
     """cuTensorMapEncodeTiled refused the descriptor."""
 
 
-def load_libcuda():
-    return ctypes.CDLL(ctypes.util.find_library("cuda") or "libcuda.so.1")
-
-
 @dataclass
 class TensorMap:
-    """A CUtensorMap (128 bytes) at a 128-byte aligned address inside `buffer`."""
+    """A CUtensorMap (128 bytes) at a 128-byte aligned address inside `buffer` (a NumPy byte
+    array this object keeps alive)."""
     buffer: object
     address: int
     shape: tuple = ()
     box: tuple = ()
+    tries: int = 1          # cuTensorMapEncodeTiled calls it took (see ENCODE_TRIES)
+
+    @classmethod
+    def holding(cls, raw: bytes, shape: tuple = (), box: tuple = ()) -> "TensorMap":
+        """The descriptor `raw` copied to a 128-byte aligned address of a buffer of its own."""
+        buf = np.zeros(TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN, np.uint8)
+        base = address_of(buf)
+        at = (base + TENSOR_MAP_ALIGN - 1) // TENSOR_MAP_ALIGN * TENSOR_MAP_ALIGN
+        buf[at - base:at - base + TENSOR_MAP_BYTES] = np.frombuffer(raw, np.uint8)
+        return cls(buf, at, tuple(shape), tuple(box))
 
     def bytes(self) -> bytes:
-        return ctypes.string_at(self.address, TENSOR_MAP_BYTES)
+        off = self.address - address_of(self.buffer)
+        return self.buffer[off:off + TENSOR_MAP_BYTES].tobytes()
 
 
-def pack(args) -> tuple[ctypes.Array, list]:
-    """kernelParams: one pointer per argument to a C value of the parameter's size. Accepts
+def pack(args) -> tuple[np.ndarray, list]:
+    """kernelParams: one pointer per argument to a value of the parameter's size. Accepts
     NumPy 32/64-bit integer scalars, device arrays (anything with .data.ptr) and TensorMaps
-    (their 128 bytes). Returns (void* array, the objects that must outlive the call)."""
-    keep: list = []
-    for a in args:
+    (their 128 bytes). Returns (the pointers as a uint64 array, handed to the binding through
+    the buffer protocol; the objects that must outlive the call)."""
+    n = max(1, len(args))
+    slots = np.zeros(n, np.uint64)          # 8 bytes per value, 8-byte aligned
+    ptrs = np.zeros(n, np.uint64)
+    keep: list = [slots]
+    base = address_of(slots)
+    for k, a in enumerate(args):
         if isinstance(a, TensorMap):
             keep.append(a)
+            ptrs[k] = a.address
             continue
         if hasattr(a, "data") and hasattr(a.data, "ptr"):
-            keep.append(ctypes.c_uint64(int(a.data.ptr)))
-        elif isinstance(a, (np.uint32, np.int32)):
-            keep.append((ctypes.c_uint32 if isinstance(a, np.uint32) else ctypes.c_int32)(int(a)))
-        elif isinstance(a, (np.uint64, np.int64)):
-            keep.append((ctypes.c_uint64 if isinstance(a, np.uint64) else ctypes.c_int64)(int(a)))
+            slots[k] = np.uint64(int(a.data.ptr))
+        elif isinstance(a, (np.uint32, np.int32, np.uint64, np.int64)):
+            # little-endian: a 4-byte value in the low half of its slot, where it points
+            slots.view(a.dtype)[k * SLOT // a.dtype.itemsize] = a
         else:
             raise TypeError(f"kernel argument {a!r}: give a NumPy 32/64-bit scalar, a device "
                             f"array or a TensorMap (the parameter's size must be explicit)")
-    ptrs = (ctypes.c_void_p * max(1, len(keep)))()
-    for k, v in enumerate(keep):
-        ptrs[k] = v.address if isinstance(v, TensorMap) else ctypes.addressof(v)
+        ptrs[k] = base + k * SLOT
     return ptrs, keep
 
 
 def launch_config(grid: tuple, block: tuple, shared_mem: int, stream: int,
-                  cluster: int | None) -> tuple[LaunchConfig, object]:
-    """(config, the attribute array it points to). cluster None: no cluster attribute."""
+                  cluster: int | None, api=None) -> tuple[object, list]:
+    """(CUlaunchConfig, its attributes). cluster None: no cluster attribute. `api`: the
+    driver bindings (default cuda.bindings.driver)."""
+    api = api if api is not None else driver_api()
     g = tuple(grid) + (1,) * (3 - len(grid))
     b = tuple(block) + (1,) * (3 - len(block))
-    attrs = (LaunchAttr * 1)()
-    n = 0
+    cfg = api.CUlaunchConfig()
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = (int(x) for x in g)
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = (int(x) for x in b)
+    cfg.sharedMemBytes = int(shared_mem)
+    cfg.hStream = api.CUstream(int(stream))
+    attrs = []
     if cluster is not None:
-        attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attrs[0].value.cluster = Dim3(cluster, 1, 1)
-        n = 1
-    cfg = LaunchConfig(g[0], g[1], g[2], b[0], b[1], b[2], shared_mem, ctypes.c_void_p(stream),
-                       ctypes.cast(attrs, ctypes.POINTER(LaunchAttr)), n)
+        attr = api.CUlaunchAttribute()
+        attr.id = api.CUlaunchAttributeID(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+        dim = attr.value.clusterDim
+        dim.x, dim.y, dim.z = int(cluster), 1, 1
+        attrs.append(attr)
+    cfg.attrs = attrs
+    cfg.numAttrs = len(attrs)
     return cfg, attrs
 
 
+def tensor_map_args(api, address: int, dims: tuple[int, ...], strides: tuple[int, ...],
+                    box: tuple[int, ...], dtype: int) -> tuple:
+    """cuTensorMapEncodeTiled's arguments: no interleave, no swizzle, no L2 promotion, no OOB
+    fill, element strides 1; a rank-1 map still passes one (ignored) global stride."""
+    rank = len(dims)
+    return (api.CUtensorMapDataType(dtype), rank, int(address),
+            [api.cuuint64_t(int(d)) for d in dims],
+            [api.cuuint64_t(int(s)) for s in (strides or (0,))],
+            [api.cuuint32_t(int(x)) for x in box], [api.cuuint32_t(1)] * rank,
+            api.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            api.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_NONE,
+            api.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            api.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+
+
+def descriptor_bytes(tmap) -> bytes:
+    """The 128 bytes of a binding's CUtensorMap (its 16 opaque 64-bit words)."""
+    words = np.array([int(w) for w in tmap.opaque], dtype="<u8")
+    return words.tobytes()
+
+
 class Driver:
-    """The driver calls the topic needs (`lib`: libcuda, or a stand-in in unit tests)."""
+    """The driver calls the topic needs (`lib`: the driver bindings, cuda.bindings.driver by
+    default, or a stand-in with the same calls in unit tests)."""
 
     def __init__(self, lib=None) -> None:
-        self.lib = lib if lib is not None else load_libcuda()
-        L = self.lib
-        L.cuLaunchKernelEx.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.c_void_p]
-        L.cuFuncSetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_int]
-        L.cuOccupancyMaxActiveClusters.argtypes = [ctypes.POINTER(ctypes.c_int),
-                                                   ctypes.c_void_p, ctypes.c_void_p]
-        L.cuTensorMapEncodeTiled.argtypes = [
-            ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32, ctypes.c_void_p,
-            ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-            ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), ctypes.c_int,
-            ctypes.c_int, ctypes.c_int, ctypes.c_int]
+        self.lib = lib if lib is not None else driver_api()
 
-    def check(self, call: str, code: int, cls=DriverError) -> None:
-        if code == 0:
+    def check(self, call: str, code, cls=DriverError) -> None:
+        if int(code) == 0:
             return
-        name, text = ctypes.c_char_p(), ctypes.c_char_p()
-        self.lib.cuGetErrorName(code, ctypes.byref(name))
-        self.lib.cuGetErrorString(code, ctypes.byref(text))
-        raise cls(call, code, (name.value or b"CUDA_ERROR_?").decode(),
-                  (text.value or b"no description").decode())
+        num, name, text, _ = failure(self.lib, call, code)
+        raise cls(call, num, name, text)
 
     def set_attribute(self, fn: int, attr: int, value: int) -> None:
-        self.check(f"cuFuncSetAttribute({attr}, {value})",
-                   self.lib.cuFuncSetAttribute(ctypes.c_void_p(fn), attr, value))
+        api = self.lib
+        err, = api.cuFuncSetAttribute(api.CUfunction(int(fn)), api.CUfunction_attribute(attr),
+                                      int(value))
+        self.check(f"cuFuncSetAttribute({attr}, {value})", err)
 
     def max_active_clusters(self, fn: int, cluster: int, block: tuple, shared_mem: int) -> int:
-        cfg, _attrs = launch_config((cluster,), block, shared_mem, 0, cluster)
-        n = ctypes.c_int(0)
-        self.check("cuOccupancyMaxActiveClusters", self.lib.cuOccupancyMaxActiveClusters(
-            ctypes.byref(n), ctypes.c_void_p(fn), ctypes.byref(cfg)))
-        return int(n.value)
+        api = self.lib
+        cfg, _attrs = launch_config((cluster,), block, shared_mem, 0, cluster, api)
+        err, n = api.cuOccupancyMaxActiveClusters(api.CUfunction(int(fn)), cfg)
+        self.check("cuOccupancyMaxActiveClusters", err)
+        return int(n)
 
     def launch(self, fn: int, grid: tuple, block: tuple, args, *, cluster: int | None,
                shared_mem: int, stream: int) -> None:
-        cfg, _attrs = launch_config(grid, block, shared_mem, stream, cluster)
+        api = self.lib
+        cfg, _attrs = launch_config(grid, block, shared_mem, stream, cluster, api)
         params, _keep = pack(args)
-        self.check("cuLaunchKernelEx", self.lib.cuLaunchKernelEx(
-            ctypes.byref(cfg), ctypes.c_void_p(fn), params, None))
+        err, = api.cuLaunchKernelEx(cfg, api.CUfunction(int(fn)), params, 0)
+        self.check("cuLaunchKernelEx", err)
 
     def encode_tiled(self, address: int, dims: tuple[int, ...], strides: tuple[int, ...],
                      box: tuple[int, ...], dtype: int = CU_TENSOR_MAP_DATA_TYPE_UINT32
                      ) -> TensorMap:
         """A tiled tensor map (no interleave, no swizzle, no L2 promotion, no OOB fill) of
-        `dims` elements (innermost first), byte `strides` of the outer dimensions, `box`."""
-        rank = len(dims)
-        buf = (ctypes.c_uint8 * (TENSOR_MAP_BYTES + TENSOR_MAP_ALIGN))()
-        at = (ctypes.addressof(buf) + TENSOR_MAP_ALIGN - 1) // TENSOR_MAP_ALIGN * TENSOR_MAP_ALIGN
-        g = (ctypes.c_uint64 * rank)(*dims)
-        s = (ctypes.c_uint64 * max(1, rank - 1))(*(strides or (0,)))
-        b = (ctypes.c_uint32 * rank)(*box)
-        e = (ctypes.c_uint32 * rank)(*([1] * rank))
-        self.check(f"cuTensorMapEncodeTiled(rank {rank}, dims {dims}, strides {strides}, "
-                   f"box {box})", self.lib.cuTensorMapEncodeTiled(
-                       ctypes.c_void_p(at), dtype, rank, ctypes.c_void_p(address), g, s, b, e,
-                       0, 0, 0, 0), TensorMapRejected)
-        return TensorMap(buf, at, tuple(dims), tuple(box))
+        `dims` elements (innermost first), byte `strides` of the outer dimensions, `box`;
+        its 128 bytes copied to an aligned address of the returned TensorMap."""
+        api = self.lib
+        args = tensor_map_args(api, address, dims, strides, box, dtype)
+        refused_here = []            # kept alive: the next try is allocated elsewhere
+        for tries in range(1, ENCODE_TRIES + 1):
+            err, tmap = api.cuTensorMapEncodeTiled(*args)
+            if int(err) == 0 or tmap.getPtr() % TENSOR_MAP_ALIGN == 0:
+                break
+            refused_here.append(tmap)
+        self.check(f"cuTensorMapEncodeTiled(rank {len(dims)}, dims {dims}, strides {strides}, "
+                   f"box {box})", err, TensorMapRejected)
+        tm = TensorMap.holding(descriptor_bytes(tmap), tuple(dims), tuple(box))
+        tm.tries = tries
+        return tm
 
 
 @dataclass

@@ -2,19 +2,21 @@
 the driver's own compiler produced (the code that actually runs), with the JIT's info and
 error logs. Compiled probes are cached by (PTX hash, driver version).
 
-The link calls go through ctypes on libcuda so the JIT logs can be captured; CuPy (which shares
-the primary context) loads and launches the cubin.
+The link calls go through NVIDIA's CUDA Python bindings (cuda.bindings.driver), which capture
+the JIT logs in buffers of ours and release the GIL while the driver compiles; CuPy (which
+shares the primary context) loads and launches the cubin.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import hashlib
 import os
 from dataclasses import dataclass
 
 from . import timing
+from .bindings import driver_api, failure, host_bytes
 
+# the JIT options, in the order and with the values every probe has been linked with
+# (CUjit_option numbers): info log, its size, error log, its size, verbose log
 CU_JIT_INFO_LOG_BUFFER = 3
 CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
 CU_JIT_ERROR_LOG_BUFFER = 5
@@ -39,23 +41,24 @@ class Compiled:
         return self.module.get_function(name)
 
 
-_lib = None
+def _check(api, res, what: str, log: str = "") -> None:
+    if int(res) != 0:
+        msg = failure(api, what, res)[3]
+        raise JITError(msg + (f"\nJIT log:\n{log}" if log else ""))
 
 
-def _libcuda():
-    global _lib
-    if _lib is None:
-        name = ctypes.util.find_library("cuda") or "libcuda.so.1"
-        _lib = ctypes.CDLL(name)
-    return _lib
+def log_text(buf: bytearray) -> str:
+    """A JIT log buffer's text (up to its first NUL)."""
+    return bytes(buf).split(b"\0", 1)[0].decode(errors="replace")
 
 
-def _check(lib, res: int, what: str, log: str = "") -> None:
-    if res != 0:
-        s = ctypes.c_char_p()
-        lib.cuGetErrorString(res, ctypes.byref(s))
-        msg = s.value.decode() if s.value else f"CUresult {res}"
-        raise JITError(f"{what} failed: {msg}" + (f"\nJIT log:\n{log}" if log else ""))
+def jit_options(api, info: bytearray, err: bytearray) -> tuple[list, list]:
+    """(options, values) of cuLinkCreate: the logs written into `info` and `err`."""
+    opt = api.CUjit_option
+    return ([opt(CU_JIT_INFO_LOG_BUFFER), opt(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES),
+             opt(CU_JIT_ERROR_LOG_BUFFER), opt(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES),
+             opt(CU_JIT_LOG_VERBOSE)],
+            [info, LOG_BYTES, err, LOG_BYTES, 1])
 
 
 def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
@@ -66,32 +69,27 @@ def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
     # 1-byte cudaMalloc here (from the background JIT threads too) shifted where the memory
     # suite's buffers landed (H100: the L1 fill sweep's region moved to the far L2 partition)
     runtime.free(0)
-    lib = _libcuda()
-    info = ctypes.create_string_buffer(LOG_BYTES)
-    err = ctypes.create_string_buffer(LOG_BYTES)
-    opts = (ctypes.c_int * 5)(CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                              CU_JIT_LOG_VERBOSE)
-    vals = (ctypes.c_void_p * 5)(ctypes.cast(info, ctypes.c_void_p).value, LOG_BYTES,
-                                 ctypes.cast(err, ctypes.c_void_p).value, LOG_BYTES, 1)
-    state = ctypes.c_void_p()
-    create = getattr(lib, "cuLinkCreate_v2", None) or lib.cuLinkCreate
-    _check(lib, create(5, opts, vals, ctypes.byref(state)), "cuLinkCreate")
+    return link_with(driver_api(), ptx, name)
+
+
+def link_with(api, ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
+    """cuLinkCreate / cuLinkAddData / cuLinkComplete through the bindings `api` in the current
+    context; the cubin copied out of the link state before it is destroyed."""
+    info, err = bytearray(LOG_BYTES), bytearray(LOG_BYTES)   # alive until cuLinkDestroy
+    opts, vals = jit_options(api, info, err)
+    res, state = api.cuLinkCreate(len(opts), opts, vals)
+    _check(api, res, "cuLinkCreate")
     try:
         data = ptx.encode() + b"\0"
-        add = getattr(lib, "cuLinkAddData_v2", None) or lib.cuLinkAddData
-        add.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t,
-                        ctypes.c_char_p, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-        res = add(state, CU_JIT_INPUT_PTX, data, len(data), name.encode(), 0, None, None)
-        _check(lib, res, f"cuLinkAddData({name})", err.value.decode(errors="replace"))
-        cubin_ptr = ctypes.c_void_p()
-        size = ctypes.c_size_t()
-        res = lib.cuLinkComplete(state, ctypes.byref(cubin_ptr), ctypes.byref(size))
-        _check(lib, res, f"cuLinkComplete({name})", err.value.decode(errors="replace"))
-        cubin = ctypes.string_at(cubin_ptr, size.value)
+        res, = api.cuLinkAddData(state, api.CUjitInputType(CU_JIT_INPUT_PTX), data, len(data),
+                                 name.encode(), 0, None, None)
+        _check(api, res, f"cuLinkAddData({name})", log_text(err))
+        res, cubin_ptr, size = api.cuLinkComplete(state)
+        _check(api, res, f"cuLinkComplete({name})", log_text(err))
+        cubin = host_bytes(int(cubin_ptr), int(size))
     finally:
-        lib.cuLinkDestroy(state)
-    return cubin, info.value.decode(errors="replace")
+        api.cuLinkDestroy(state)
+    return cubin, log_text(info)
 
 
 POOL_THREADS = 16      # driver JIT links run in parallel (H100 host: 6 links 34 s in turn, 13 s)

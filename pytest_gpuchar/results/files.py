@@ -7,6 +7,8 @@ import json
 import zlib
 from pathlib import Path
 
+ARTIFACTS = "artifacts"   # subdirectory of a report directory for plots and curves
+
 
 class ResultsError(ValueError):
     """A results file that cannot be used: the message names the file and the problem."""

@@ -1,14 +1,29 @@
 """Results of a run: each characteristic measured (or checked) with its expectation, status
-and provenance; written as JSON (machine-readable) and Markdown (for people)."""
+and provenance; written as JSON (machine-readable), Markdown and one self-contained HTML page
+(for people: results/html)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from . import fleet, generations, jitdiff
+from .files import ARTIFACTS
 from .judge import Result, Status
 
-ARTIFACTS = "artifacts"   # subdirectory of the report directory for plots and curves
+
+def board_markdown(boards: list[dict]) -> list[str]:
+    """The GPUs' boards as NVML read them at the start and the end of the run, flags first."""
+    if not boards:
+        return []
+    from ..core.nvml import summary
+    out = ["## Board (NVML, start and end of the run)", ""]
+    for b in boards:
+        out.append(f"**GPU {b.get('device_index', '?')} {b.get('uuid', '')}** "
+                   f"({b.get('device', '')})")
+        out += [""] + [f"- **flagged**: {f}" for f in b.get("flags") or []]
+        out += [f"- start: {summary(b.get('start') or {'skipped': 'not read'})}",
+                f"- end: {summary(b.get('end') or {'skipped': 'not read'})}", ""]
+    return out
 
 
 class Recorder:
@@ -68,13 +83,17 @@ class Recorder:
                 "results": [r.as_dict() for r in self.results],
                 "artifacts": self.artifacts}
 
-    def write(self, directory: Path) -> tuple[Path, Path]:
+    def write(self, directory: Path) -> tuple[Path, Path, Path]:
+        """gpuchar-results.json, gpuchar-summary.md and index.html (the page rendered from the
+        JSON's own document, so a saved run's page is the same: gpuchar-report html)."""
+        from .html import write_report
         directory.mkdir(parents=True, exist_ok=True)
+        doc = json.loads(json.dumps(self.to_json(), default=str))
         jpath = directory / "gpuchar-results.json"
-        jpath.write_text(json.dumps(self.to_json(), indent=1, sort_keys=False, default=str))
+        jpath.write_text(json.dumps(doc, indent=1, sort_keys=False))
         mpath = directory / "gpuchar-summary.md"
         mpath.write_text(self.markdown())
-        return jpath, mpath
+        return jpath, mpath, write_report(doc, directory, self.generations)
 
     def board_dependent(self) -> list[str]:
         """Conformance of the figures that vary from board to board: each against its
@@ -108,6 +127,7 @@ class Recorder:
                 for g in gpus))
         out += ["", "Status counts: " + ", ".join(f"{k} {v}" for k, v in self.counts().items()),
                 ""]
+        out += board_markdown(m.get("boards") or [])
         groups = [("Failed or unstable", (Status.FAIL, Status.UNSTABLE, Status.INVALID,
                                           Status.ERROR)),
                   ("Measured", (Status.PASS, Status.MEASURED)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from pathlib import Path
 
 from .judge import Status
 
@@ -27,6 +28,7 @@ def write(tr, st) -> None:
     tr.section("gpuchar")
     verbose = tr.config.getoption("verbose") > 0
     _static(tr, st)
+    _boards(tr, rec.meta.get("boards") or [])
     counts = rec.counts()
     if counts:
         _line(tr, "results: " + ", ".join(f"{v} {STATUS_WORDS.get(k, k)}"
@@ -46,7 +48,10 @@ def write(tr, st) -> None:
                   f"test(s) failed or errored in this run (clean-up happens in a run without "
                   f"failures)", yellow=True)
     if "written" in rec.meta:
-        _line(tr, "reports: " + ", ".join(rec.meta["written"]))
+        paths = [Path(p) for p in rec.meta["written"]]
+        dirs = {p.parent for p in paths}
+        _line(tr, f"reports in {dirs.pop()}: " + ", ".join(p.name for p in paths)
+              if len(dirs) == 1 else "reports: " + ", ".join(map(str, paths)))
     _history(tr, rec.meta.get("history"))
 
 
@@ -85,6 +90,21 @@ def _static(tr, st) -> None:
     if not sum(st.static_ran.values()):
         _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
                   "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)
+
+
+def _boards(tr, boards: list[dict]) -> None:
+    """Each GPU's board as NVML saw it at the start and the end: what makes its figures
+    suspect (clocks held, ECC errors, a narrow PCIe link, MIG), or why NVML could not say."""
+    for b in boards:
+        who = f"board GPU {b.get('device_index', '?')} {b.get('uuid') or b.get('device', '')}"
+        skipped = b.get("end", {}).get("skipped") or b.get("start", {}).get("skipped")
+        if b.get("flags"):
+            for f in b["flags"]:
+                _line(tr, f"{who}: {f}", red=True)
+        elif skipped:
+            _line(tr, f"{who}: not read: {skipped}", yellow=True)
+        else:
+            _line(tr, f"{who} (NVML, start and end): no clock held, no ECC error")
 
 
 def _measured(tr, rec) -> None:

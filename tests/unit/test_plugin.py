@@ -138,7 +138,10 @@ def test_gpuchar_report_is_written(pytester, no_gpu):
     assert (r["key"], r["arch"], r["value"], r["status"]) == ("unit.test.value", "sm_80", 3.5,
                                                               "measured")
     assert (out_dir / "gpuchar-summary.md").read_text().startswith("# pytest-gpuchar run")
-    result.stdout.fnmatch_lines(["*reports: *gpuchar-results.json*"])
+    page = (out_dir / "index.html").read_text(encoding="utf-8")
+    assert 'data-key="unit.test.value"' in page and 'data-status="measured"' in page
+    result.stdout.fnmatch_lines([f"reports in {out_dir}: gpuchar-results.json, "
+                                 f"gpuchar-summary.md, index.html"])
 
 
 def test_record_compares_with_the_expectation_file(pytester, no_gpu):

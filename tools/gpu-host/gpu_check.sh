@@ -18,6 +18,9 @@
 #              functions by cumulative and own time in profile-top.txt
 #   demo       pytest --snapshot-update -k add on Table II into a copy of the expectations:
 #              the diff of what it accepted
+#   bindings   check_bindings.py: the driver calls through cuda-bindings and NVML beside the old
+#              ctypes / nvidia-smi code (JIT cubins byte-identical, launches, occupancy, tensor
+#              maps, NVML's fields); its table in summary.txt, its JSON in logs.tgz
 # $GPUCHAR_EXTRA: pytest arguments added to both nights (e.g. --deselect of a probe that hangs).
 # Each night runs under timeout -s INT $GPUCHAR_NIGHT_S (480 s) so a hang still returns its logs.
 # $OUT gets at most 8 files. Usage: GPUCHAR_STEPS=night1,night2 bash tools/gpu-host/gpu_check.sh
@@ -103,6 +106,10 @@ for step in ${STEPS//,/ }; do
       python3 -c "import pstats, sys; s = pstats.Stats('$OUT/night.prof', stream=sys.stdout)
 s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(40)" \
         > "$OUT/profile-top.txt" 2>&1;;
+    bindings)
+      OUT="$LOGS" timeout 600 python3 tools/gpu-host/check_bindings.py > "$LOGS/bindings.log" 2>&1
+      echo "bindings: exit $? ($(tail -1 "$LOGS/bindings.log"))"
+      cat "$LOGS/check_bindings.txt";;
     demo)
       rm -rf /tmp/exp-demo && cp -r expectations /tmp/exp-demo
       GPUCHAR_EXPECTATIONS=/tmp/exp-demo python3 -m pytest tests/characterisation/test_table_ii_dependency.py \

@@ -195,14 +195,22 @@ def test_junit_snapshot_and_other_failures(tmp_path):
 
 
 def test_throttling_flags():
-    ok = {"sm_clock_measured_mhz": 1980.0, "sm_clock_max_mhz": 1980.0,
-          "nvidia_smi": {"throttle_reasons": "0x0000000000000000"}}
+    idle = {"clock_event_mask": 1, "clock_event_reasons": ["GPU idle"],
+            "ecc_volatile_uncorrected": 0, "ecc_volatile_corrected": 0}
+    ok = {"sm_clock_measured_mhz": 1980.0, "sm_clock_max_mhz": 1980.0, "board": idle}
     assert n.throttling(ok, ok) == []
     slow = dict(ok, sm_clock_measured_mhz=1500.0)
     flags = n.throttling(ok, slow)
     assert any("< 90%" in f for f in flags) and any("changed during the run" in f for f in flags)
-    hot = dict(ok, nvidia_smi={"throttle_reasons": "0x0000000000000020"})
-    assert any("throttle reasons" in f for f in n.throttling(hot, ok))
+    hot = dict(ok, board=dict(idle, clock_event_mask=0x20,
+                              clock_event_reasons=["SW thermal slowdown"]))
+    assert n.throttling(ok, hot) == [
+        "clocks held at the end: SW thermal slowdown (clock-event reasons 0x20)"]
+    ecc = dict(ok, board=dict(idle, ecc_volatile_uncorrected=2))
+    assert any(f.startswith("ECC: 2 uncorrected") for f in n.throttling(ok, ecc))
+    # no NVML on the night's host: its reason is in the board, no flag is invented
+    none = dict(ok, board={"skipped": "NVML: NVML Shared Library Not Found"})
+    assert n.throttling(none, none) == []
 
 
 def test_markdown_lists_old_new_tolerance_and_sass_diff():
@@ -254,6 +262,9 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
         ch.EXIT_WITHIN_TOLERANCE
     md = (tmp_path / "n3" / "nightly.md").read_text()
     assert "| sm_80 | demo.value | value | 10 | 12 | cycles |" in md
+    page = (tmp_path / "n3" / "nightly.html").read_text(encoding="utf-8")   # the same doc
+    assert 'data-key="demo.value" data-kind="value"' in page and "(exit 1)" in page
+    assert (tmp_path / "n3" / "report" / "index.html").is_file()            # the run's page
     # a failing test -> regression
     _suite(tmp_path, 10.0, ok=False)
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION

@@ -88,7 +88,8 @@ def test_recorder_write(tmp_path):
     rec.add(Result("sass.add.u32", "sm_80", "info", expected="IADD3", detail="ptxas 13.5"))
     assert [r.status for r in rec.by_status(Status.FAIL, Status.UNSTABLE)] == ["fail",
                                                                             "unstable"]
-    jpath, mpath = rec.write(tmp_path / "out")
+    jpath, mpath, hpath = rec.write(tmp_path / "out")
+    assert hpath.name == "index.html" and hpath.parent == jpath.parent
     assert jpath.name == "gpuchar-results.json" and mpath.name == "gpuchar-summary.md"
     data = json.loads(jpath.read_text())
     assert data["meta"]["device"] == "A100"
@@ -135,7 +136,7 @@ def test_a_multi_gpu_report_names_every_gpu(tmp_path):
             rec.add(Result("latency.add.u32", "sm_90", "pass", v, "cycles", provenance={
                 "device": "NVIDIA H200", "device_index": gpu, "uuid": uuid}))
     rec.add(Result("sass.add.u32", "sm_90", "info"))           # static: no GPU
-    jpath, mpath = rec.write(tmp_path)
+    jpath, mpath, _ = rec.write(tmp_path)
     gpus = json.loads(jpath.read_text())["meta"]["gpus"]
     assert [(g["device_index"], g["uuid"], g["results"]) for g in gpus] == [
         (0, "GPU-63494f74", 2), (1, "GPU-b4dfdc17", 2)]

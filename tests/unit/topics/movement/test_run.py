@@ -2,7 +2,8 @@
 end on a simulated GPU: every launch is answered by a model of its kernel that writes the
 records the real kernel writes (walking the same chains in the same buffers), so the launch
 batches, record layouts, end-state checks, fits, keys and skips are exercised without a GPU.
-The driver calls go through the real bindings on a stand-in libcuda."""
+The driver calls go through the real bindings, the calls that need libcuda answered by a
+stand-in."""
 from __future__ import annotations
 
 import math
@@ -42,18 +43,21 @@ def dev_array(values) -> DevArray:
 
 
 class OccupancyLib:
-    """Stand-in libcuda: up to 8 CTAs per cluster, SMS // size clusters at once."""
+    """The driver bindings (cuda.bindings.driver, whose structs need no driver) with the calls
+    that need libcuda answered here: up to 8 CTAs per cluster, SMS // size clusters at once."""
 
     def __init__(self) -> None:
-        for name in ("cuLaunchKernelEx", "cuFuncSetAttribute", "cuTensorMapEncodeTiled",
-                     "cuGetErrorName", "cuGetErrorString"):
-            setattr(self, name, lambda *a: 0)
+        self.api = pytest.importorskip("cuda.bindings.driver")
+        ok = self.api.CUresult.CUDA_SUCCESS
+        self.cuLaunchKernelEx = self.cuFuncSetAttribute = lambda *a: (ok,)
+        self.cuTensorMapEncodeTiled = lambda *a: (ok, self.api.CUtensorMap())
 
-        def occupancy(n, fn, cfg):
-            size = cfg._obj.attrs[0].value.cluster.x
-            n._obj.value = 0 if size > 8 else SMS // size
-            return 0
-        self.cuOccupancyMaxActiveClusters = occupancy
+    def __getattr__(self, name):
+        return getattr(self.api, name)
+
+    def cuOccupancyMaxActiveClusters(self, fn, cfg):
+        size = cfg.attrs[0].value.clusterDim.x
+        return self.api.CUresult.CUDA_SUCCESS, 0 if size > 8 else SMS // size
 
 
 class Sim(MovementGpu):
@@ -337,7 +341,9 @@ def test_a_broken_chain_gives_no_number(gpu, monkeypatch):
 
 def test_a_rejected_tensor_map_is_reported(gpu):
     sim = gpu.runs.once(("movement", "state"), lambda: None)
-    sim.launcher.driver.lib.cuTensorMapEncodeTiled = lambda *a: 1
+    lib = sim.launcher.driver.lib
+    lib.cuTensorMapEncodeTiled = lambda *a: (lib.CUresult.CUDA_ERROR_INVALID_VALUE,
+                                             lib.CUtensorMap())
     m = run.tma_latency(gpu, rows.TmaRow(Mechanism.TENSOR2D, Level.L2), ARCH)
     assert not m.figures and "TMA descriptor rejected by the driver" in m.checks[0]
 
