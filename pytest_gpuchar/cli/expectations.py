@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from ..core import archs
-from ..results.expectations import (ExpectationError, NoiseError, Store, atomic_write,
-                                    declare_noise, load_file, update_arch)
+from ..core.atomic import atomic_write
+from ..results.expectations import (ExpectationError, NoiseError, Store, declare_noise,
+                                    load_file, update_arch)
 from ..results.files import ResultsError, read_results
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..core import archs
 from ..models import accelsim
-from ..results.expectations import atomic_write
+from ..core.atomic import atomic_write
 from ..results.files import ResultsError, read_report
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters

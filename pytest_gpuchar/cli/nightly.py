@@ -207,7 +207,7 @@ def markdown(doc: dict) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    from ..results.expectations import atomic_write
+    from ..core.atomic import atomic_write
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
 

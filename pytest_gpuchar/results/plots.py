@@ -3,9 +3,9 @@ atomically (a half-written PNG never lands in a report). Each topic draws its ow
 saves them with `save`."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from ..core.atomic import replacing
 
 
 def pyplot():
@@ -31,13 +31,9 @@ def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     """Write `fig` to `path` (format from the suffix) atomically and close it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
-        os.replace(tmp, path)
+        with replacing(path, suffix=path.suffix) as tmp:
+            fig.savefig(tmp, dpi=dpi, bbox_inches="tight")
     finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
         pyplot().close(fig)
     return path
