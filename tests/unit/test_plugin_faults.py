@@ -183,3 +183,78 @@ def test_replicate_keeps_the_other_gpus_run_whole_when_one_worker_dies(pytester,
     assert sorted(k for k in keys if k.endswith("gw0")) == [f"demo.row{n}.gw0" for n in range(6)]
     assert sorted(k for k in keys if k.endswith("gw1")) == [f"demo.row{n}.gw1" for n in range(3)]
     assert keys.count("demo.static") == 1 and not any(k.endswith("gw2") for k in keys)
+
+
+# --- issue 30: a check that could not run says what to do ----------------------------------
+
+SASS_TEST = """
+import pytest
+
+@pytest.mark.static
+@pytest.mark.parametrize("row", ["add", "mul"])
+def test_map(row, arch, sass_snapshot, record):
+    from pytest_gpuchar.fixtures import match_snapshot
+    match_snapshot(f"IADD3 {row}\\n", sass_snapshot("ptxas-13.5.37"), record.node)
+"""
+
+
+def _recorded(pytester) -> Path:
+    pytester.makepyfile(test_map=SASS_TEST)
+    assert pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update").ret == 0
+    d = pytester.path / "__sass__" / "ptxas-13.5.37" / "sm_80" / "test_map"
+    assert sorted(p.name for p in d.iterdir()) == ["test_map[sm_80-add].sass",
+                                                   "test_map[sm_80-mul].sass"]
+    return d
+
+
+def test_a_missing_snapshot_names_the_command_that_records_it(pytester, no_gpu, monkeypatch):
+    """One .sass deleted: not a bare AssertionError but the test, the directory and the
+    command; that command records it, and the next run passes."""
+    monkeypatch.setenv("COLUMNS", "400")
+    d = _recorded(pytester)
+    (d / "test_map[sm_80-add].sass").unlink()
+    result = pytester.runpytest("--gpu-arch=sm_80")
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert ("no SASS snapshot recorded for test_map[sm_80-add]: the snapshot "
+            "test_map[sm_80-add].sass does not exist in __sass__/ptxas-13.5.37/sm_80/test_map; "
+            "review the SASS below and record it with") in out
+    cmd = "pytest 'test_map.py::test_map[sm_80-add]' --gpu-arch=sm_80 --snapshot-update"
+    assert cmd in out and "AssertionError" not in out
+    import shlex
+    assert pytester.runpytest(*shlex.split(cmd)[1:]).ret == 0
+    assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
+    assert pytester.runpytest("--gpu-arch=sm_80").ret == 0
+
+
+def test_a_snapshot_that_cannot_be_written_names_the_file_and_the_error(pytester, no_gpu,
+                                                                         monkeypatch):
+    """--snapshot-update into a directory that refuses the write (an immutable file): the
+    file and the OS error, the old snapshot whole, no temporary file left."""
+    import errno
+    import os
+    monkeypatch.setenv("COLUMNS", "400")
+    d = _recorded(pytester)
+    pytester.makepyfile(test_map=SASS_TEST.replace("IADD3", "IADD3.X"))
+    real = os.replace
+
+    def refuse(src, dst, *a, **k):     # what EPERM from an immutable (chattr +i) file does
+        if str(dst).endswith(".sass"):
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+        return real(src, dst, *a, **k)
+    monkeypatch.setattr(os, "replace", refuse)
+    result = pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update")
+    monkeypatch.undo()
+    assert result.ret == 1
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert ("cannot write the SASS snapshot __sass__/ptxas-13.5.37/sm_80/test_map/"
+            "test_map[sm_80-add].sass: Operation not permitted (EPERM); the file is as it was "
+            "(nothing was half-written): make __sass__/ptxas-13.5.37/sm_80/test_map writable "
+            "and run --snapshot-update again") in out
+    assert "AssertionError" not in out
+    assert sorted(p.name for p in d.iterdir()) == ["test_map[sm_80-add].sass",
+                                                   "test_map[sm_80-mul].sass"]
+    assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
+
