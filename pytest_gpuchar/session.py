@@ -257,7 +257,7 @@ class GpuCharSession:
         if report.skipped and report.when in ("setup", "call") and \
                 isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-            self.skip_reasons[reason.split(";")[0][:120]] += 1
+            self.skip_reasons[reason] += 1      # whole: it says what to do (terminal wraps it)
             if measured_skip(reason):
                 self.measured_skips[report.nodeid] = reason[:300]
 

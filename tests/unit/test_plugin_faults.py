@@ -258,3 +258,31 @@ def test_a_snapshot_that_cannot_be_written_names_the_file_and_the_error(pytester
                                                    "test_map[sm_80-mul].sass"]
     assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
 
+
+
+LONG_SKIP = ("static: no SASS snapshots recorded for ptxas-13.5.37/sm_90a: review the SASS and "
+             "record them with pytest --snapshot-update --gpu-arch=sm_90a")
+
+
+def test_the_summary_wraps_and_never_cuts(pytester, no_gpu, monkeypatch):
+    """The command to record snapshots was cut at "pytest --snapshot-upda" (a skip reason
+    kept to 120 characters, a line to 150): now every line fits the terminal and, joined,
+    says everything."""
+    from pytest_gpuchar.results.terminal import wrap
+    monkeypatch.setenv("COLUMNS", "80")
+    pytester.makepyfile(test_long=f"""
+import pytest
+
+@pytest.mark.parametrize("n", range(3))
+def test_row(n, arch):
+    pytest.skip({LONG_SKIP!r})
+""")
+    result = pytester.runpytest("--gpu-arch=sm_90a")
+    lines = result.stdout.str().split("= gpuchar =", 1)[1].splitlines()[1:]
+    lines = [ln for ln in lines[:next(i for i, ln in enumerate(lines) if ln.startswith("="))]
+             if ln]
+    assert lines and all(len(ln) < 80 for ln in lines)
+    assert " ".join(ln.strip() for ln in lines) == f"skipped 3: {LONG_SKIP}"
+    assert "--snapshot-update" in lines[-1] or "--snapshot-update" in lines[-2]
+    assert wrap("x " * 10 + "--a-very-long-option=" + "v" * 80, 30)[-1].strip().startswith(
+        "--a-very-long-option=")      # a word longer than the line stays whole
