@@ -208,7 +208,6 @@ class GpuCharSession:
         one topic's hardware tests of an arch to one worker (they share its measurements:
         a sweep is made once), so each worker compiles only what it runs."""
         from .topics.registry import topic_of
-        self._static_once(items)
         for item in items:
             arch = getattr(item, "callspec", None) and item.callspec.params.get("arch")
             if not arch:
@@ -224,9 +223,12 @@ class GpuCharSession:
                 topic = topic_of(item) or item.module.__name__.rsplit(".", 1)[-1]
                 item.add_marker(pytest.mark.xdist_group(f"{arch}-{topic}"))
 
-    def _static_once(self, items: list[pytest.Item]) -> None:
+    def static_once(self, items: list[pytest.Item]) -> None:
         """--gpuchar-distribute=replicate runs every test on every GPU's worker; the static
-        checks (no GPU, the same on every board) run on the first worker only."""
+        checks (no GPU, the same on every board) run on the first worker only. Deselected
+        after syrupy has listed the collected tests (plugin.py, trylast), so every worker
+        reports the same collection to it: a worker that collected fewer tests made syrupy's
+        controller warn that the selected tests were missing from the collected ones."""
         worker = getattr(self.config, "workerinput", {}).get("workerid", "gw0")
         if worker == "gw0" or self.config.getoption("gpuchar_distribute") != "replicate":
             return
@@ -284,6 +286,25 @@ class GpuCharSession:
         elif report.skipped and isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")
             self.static_skipped.setdefault(arch, reason)
+
+    # --- pytest-xdist: what the workers did that the controller's summary reports ------------
+    def publish_to_controller(self) -> None:
+        """A worker's offline compile counts, for the controller's summary line (called once
+        the worker's compiles are done: plugin.pytest_sessionfinish)."""
+        out = getattr(self.config, "workeroutput", None)
+        if out is not None:
+            listings = self.builds.listings
+            out["gpuchar_builds"] = {"assembled": self.builds.assembled,
+                                     "hits": listings.hits if listings else 0}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        got = (getattr(node, "workeroutput", None) or {}).get("gpuchar_builds")
+        if not got:
+            return
+        self.builds.assembled += got["assembled"]
+        if self.builds.listings is not None:
+            self.builds.listings.hits += got["hits"]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

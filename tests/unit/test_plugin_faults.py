@@ -3,6 +3,7 @@ one clear error, parallel runs whole."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,16 +94,32 @@ def _static_suite(pytester, *args: str) -> dict:
                                            "-p", "no:cacheprovider",
                                            "--gpuchar-report", str(out), *args)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    return json.loads((out / "gpuchar-results.json").read_text())
+    doc = json.loads((out / "gpuchar-results.json").read_text())
+    doc["summary"] = _gpuchar_section(result.stdout.str())
+    doc["warnings"] = [ln for ln in result.stdout.lines if "Warning" in ln]
+    return doc
 
 
-def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu):
+def _gpuchar_section(out: str) -> list[str]:
+    """The lines of the terminal's gpuchar section up to the reports line (its paths differ
+    between runs); the offline compile line without its counts (a second run reads from the
+    listing cache what the first assembled, and pytest-xdist's load distribution may
+    assemble a module on both workers)."""
+    lines = out.split("= gpuchar =", 1)[-1].split("\n")[1:]
+    end = next((i for i, ln in enumerate(lines) if ln.startswith(("=", "reports:"))),
+               len(lines))
+    return [re.sub(r"^offline SASS modules: .*", "offline SASS modules: N", ln)
+            for ln in lines[:end]]
+
+
+def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu, monkeypatch):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     from pytest_gpuchar.core import toolchain
     try:
         toolchain.find("ptxas", "sm_80")
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
+    monkeypatch.setenv("COLUMNS", "400")      # summary lines unwrapped, compared one by one
     serial = _static_suite(pytester)
     parallel = _static_suite(pytester, "-n", "2")
 
@@ -111,6 +128,42 @@ def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu):
     assert serial["results"] and key(parallel) == key(serial)
     assert parallel["meta"]["skipped"] == serial["meta"]["skipped"]
     assert parallel["meta"]["static_checks"] == serial["meta"]["static_checks"] != {}
+    # the same summary (the workers' offline compiles counted too), no warning a correct
+    # run cannot avoid
+    assert "offline SASS modules: N" in serial["summary"]
+    assert parallel["summary"] == serial["summary"]
+    assert parallel["warnings"] == serial["warnings"] == []
+
+
+SYRUPY_STATIC = """
+import pytest
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("n", range(3))
+def test_static(n, snapshot, arch):
+    assert f"row {n}" == snapshot
+
+
+def test_any(arch):
+    pass
+"""
+
+
+def test_replicate_gives_no_snapshot_warning(pytester, no_gpu):
+    """--gpuchar-distribute=replicate runs the static checks on gw0 only: the other workers
+    deselect them after syrupy listed the collected tests, so its controller does not warn
+    that "selected test(s) [are] missing from collected items"."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    pytester.makepyfile(test_rep=SYRUPY_STATIC)
+    assert pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update").ret == 0
+    result = pytester.runpytest("-n", "2", "--gpuchar-distribute=replicate",
+                                "--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret == 0, text[-3000:]
+    result.assert_outcomes(passed=5)      # 3 static checks once, test_any on both GPUs
+    assert "missing from collected items" not in text and "Warning" not in text
+    assert "3 snapshots passed" in text
 
 
 CRASH_TEST = """
@@ -257,7 +310,6 @@ def test_a_snapshot_that_cannot_be_written_names_the_file_and_the_error(pytester
     assert sorted(p.name for p in d.iterdir()) == ["test_map[sm_80-add].sass",
                                                    "test_map[sm_80-mul].sass"]
     assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
-
 
 
 LONG_SKIP = ("static: no SASS snapshots recorded for ptxas-13.5.37/sm_90a: review the SASS and "
