@@ -249,6 +249,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "skipped": dict(st.skip_reasons),
         "measured_skips": dict(sorted(st.measured_skips.items())),
         "static_checks": dict(sorted(st.static_ran.items())),
+        "hardware_ran": st.hardware_ran,
     })
     if dev:
         st.recorder.meta.update(dev.provenance())

@@ -64,6 +64,7 @@ class GpuCharSession:
     controller_of_workers: bool = False
     broken: list[str] = field(default_factory=list)      # tests that failed or errored
     static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran
+    hardware_ran: int = 0          # hardware tests that ran on a GPU (0: measured nothing)
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
     snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
     accept_level: str = "device"   # --gpuchar-accept-level
@@ -249,6 +250,7 @@ class GpuCharSession:
                 {"test": report.nodeid, "when": report.when, "text": text[:20000],
                  "message": (crash.message if crash else str(report.longrepr))[:500]})
         self._count_static(report)
+        self._count_hardware(report)
         # results recorded on pytest-xdist workers reach the controller in user_properties
         if self.controller_of_workers and report.when == "call":
             for name, value in report.user_properties:
@@ -273,6 +275,13 @@ class GpuCharSession:
         ok = not report.failed or ("gpuchar_tolerance_only", True) in props
         crash = getattr(report.longrepr, "reprcrash", None)
         self.acceptance.consider(results, ok, crash.message if crash else "")
+
+    def _count_hardware(self, report: pytest.TestReport) -> None:
+        """A hardware test that reached its call on a GPU (passed, failed, or an expected
+        failure such as an unstable figure): the night measured something."""
+        if report.when == "call" and "hardware" in report.keywords and (
+                not report.skipped or hasattr(report, "wasxfail")):
+            self.hardware_ran += 1
 
     def _count_static(self, report: pytest.TestReport) -> None:
         """How many static checks ran per arch, and why those that did not were skipped."""

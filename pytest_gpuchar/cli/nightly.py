@@ -23,9 +23,13 @@ Exit status:
      every failure is a regression)
   3  the run itself broke: pytest could not run the suite (usage error, internal error, no
      tests collected) or wrote no results
+  4  measured nothing: no hardware test ran (no GPU, CuPy missing or broken, a GPU of another
+     arch), so tonight says nothing about the driver; the reason is the last line printed.
+     A deliberately static night passes --static-only (-m static) and exits 0-3 by the
+     static checks
 
-Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history DIR] [TESTS...]
-                       [-- extra pytest args]
+Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history DIR] [--static-only]
+                       [TESTS...] [-- extra pytest args]
 """
 from __future__ import annotations
 
@@ -41,9 +45,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, compare,
-                               failure_changes, junit_failures, junit_skips, number,
-                               repeatability, repeatability_lines, verdict)
+from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
+                               Change, compare, failure_changes, junit_failures, junit_skips,
+                               number, repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 
 
@@ -145,6 +149,11 @@ def _fmt(v) -> str:
 def markdown(doc: dict) -> str:
     env, ch = doc["environment"], [Change(**c) for c in doc["changes"]]
     out = [f"# gpuchar nightly: {EXIT_TEXT[doc['exit']]} (exit {doc['exit']})", ""]
+    if doc.get("measured_nothing"):
+        out += [f"**Measured nothing**: {doc['measured_nothing']}.", ""]
+    elif doc.get("static_only"):
+        out += ["**Static checks only** (--static-only): no hardware test was run; the exit "
+                "status is that of the static checks.", ""]
     dev = env.get("before", {})
     out += [f"- **date**: {doc['date']}", f"- **device**: {dev.get('device', dev.get('no_gpu', '?'))}"
             f" ({dev.get('arch', '-')}, {dev.get('sm_count', '-')} SMs)",
@@ -197,7 +206,7 @@ def markdown(doc: dict) -> str:
         out += ["## Repeatability against the previous run", "",
                 "SPEC's bar: identical integer cycles, other figures within 1%.", "", "```",
                 *repeatability_lines(doc["repeatability"]), "```", ""]
-    if not ch:
+    if not ch and not doc.get("measured_nothing"):
         out += ["Nothing changed: every characteristic within its noise of the previous run, "
                 "every expectation and snapshot holds.", ""]
     out += ["Accepting a reviewed change: see docs/nightly.md (review, `pytest --snapshot-update`, "
@@ -240,6 +249,44 @@ def previous_run(args, device: dict) -> Path | None:
     return baseline_for(device, Path(args.baseline_root))
 
 
+# --- a night that measured nothing ------------------------------------------------------------
+
+def measured_nothing(meta: dict) -> str:
+    """Why tonight's run measured nothing on a GPU ("" when a hardware test ran): the skip
+    reason that kept most hardware tests from running, or that none was selected. Such a
+    night is not green: a driver upgrade that breaks CuPy would otherwise pass as "no
+    change" with every hardware test skipped."""
+    if meta.get("hardware_ran", 0):
+        return ""
+    skips = sorted(((n, why) for why, n in meta.get("skipped", {}).items()
+                    if why.startswith("hardware:")), reverse=True)
+    if not skips:
+        return ("no hardware test ran: none was selected (the TESTS given or -m left only "
+                "static checks); a deliberately static night: gpuchar-nightly --static-only")
+    n, why = skips[0]
+    more = sum(k for k, _ in skips[1:])
+    return (f"no hardware test ran: {n}{f' (+{more})' if more else ''} skipped with "
+            f"\"{why}\"; a deliberately static night: gpuchar-nightly --static-only")
+
+
+def selected_tonight(previous: list[dict], junit: Path) -> list[dict]:
+    """The previous run's results of the tests tonight's run selected (a --static-only night
+    compares its static checks only: the previous night's hardware figures are not
+    "missing")."""
+    import xml.etree.ElementTree as ET
+    try:
+        cases = {(tc.get("classname", ""), tc.get("name", ""))
+                 for tc in ET.parse(junit).getroot().iter("testcase")}
+    except (OSError, ET.ParseError):
+        return []
+
+    def case(nodeid: str) -> tuple[str, str]:
+        path, _, rest = nodeid.partition("::")
+        parts = rest.split("::")
+        return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
+    return [r for r in previous if case(str(r.get("test", ""))) in cases]
+
+
 def run(args) -> int:
     if args.previous and not Path(args.previous).exists():
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
@@ -255,7 +302,8 @@ def run(args) -> int:
     before = clock_snapshot(env)
     cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
-           "--junitxml", str(out / "junit.xml"), *args.pytest_args]
+           "--junitxml", str(out / "junit.xml"), *(["-m", "static"] if args.static_only else []),
+           *args.pytest_args]
     with open(out / "pytest.log", "w") as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     after = clock_snapshot(env)
@@ -284,6 +332,8 @@ def run(args) -> int:
         previous_changes = prev_doc.get("changes", [])
         previous_failures = prev_doc.get("meta", {}).get("failures", [])
         previous_skipped = prev_doc.get("meta", {}).get("measured_skips", {})
+        if args.static_only and previous is not None:
+            previous = selected_tonight(previous, out / "junit.xml")
     changes = compare(results, previous, noise_rel=args.noise_rel,
                       skipped=junit_skips(out / "junit.xml"),
                       previous_skipped=previous_skipped)
@@ -291,13 +341,18 @@ def run(args) -> int:
     changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes,
                                previous_failures)
     code = verdict(changes, proc.returncode, bool(current))
+    nothing = "" if args.static_only or code == EXIT_BROKEN else \
+        measured_nothing(current.get("meta", {}))
+    if nothing:
+        code = EXIT_MEASURED_NOTHING
     counts: dict[str, int] = {}
     for r in results:
         counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
     doc = {
         "schema": 1,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "exit": code, "verdict": EXIT_TEXT[code],
+        "exit": code, "verdict": EXIT_TEXT[code], "static_only": bool(args.static_only),
+        "measured_nothing": nothing or None,
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,
         "previous": str(prev_path) if previous is not None else None,
         "environment": {"before": before, "after": after, "toolkit": toolkit(),
@@ -323,6 +378,8 @@ def run(args) -> int:
           f"{proc.returncode}, {wall} s; report {out / 'nightly.md'}")
     for f in doc["environment"]["throttling"]:
         print(f"gpuchar-nightly: throttling: {f}")
+    if nothing:         # the reason, last
+        print(f"gpuchar-nightly: {EXIT_TEXT[code]} (exit {code}): {nothing}")
     return code
 
 
@@ -337,7 +394,8 @@ def main(argv: list[str] | None = None) -> int:
         description="Nightly driver-upgrade check: run the suite with the JIT cache disabled, "
                     "compare with snapshots, expectations and the previous run, write "
                     "nightly.json and nightly.md. Exit: 0 no change, 1 changes within "
-                    "tolerance, 2 regressions, 3 the run broke. Extra pytest args after --.")
+                    "tolerance, 2 regressions, 3 the run broke, 4 measured nothing (no "
+                    "hardware test ran; see --static-only). Extra pytest args after --.")
     ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation)")
     ap.add_argument("--repeatability", nargs=2, metavar=("RUN1", "RUN2"),
                     help="only compare two runs' gpuchar-results.json (or nightly.json) for "
@@ -351,6 +409,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="where committed baselines live (<root>/<arch>/<device>/gpuchar-"
                          "results.json): the previous run when neither --previous nor a "
                          "history has one (default: results)")
+    ap.add_argument("--static-only", action="store_true",
+                    help="a deliberately static night: run the static checks only (-m static) "
+                         "and exit by them (0-3), compared with the previous run's static "
+                         "checks; without it a night in which no hardware test ran exits 4")
     ap.add_argument("--noise-rel", type=float, default=NOISE_REL,
                     help=f"relative change below which a value has not moved "
                          f"(default {NOISE_REL})")

@@ -202,7 +202,10 @@ def test_markdown_lists_old_new_tolerance_and_sass_diff():
 
 
 SUITE = """
+import pytest
 from pytest_gpuchar.results.judge import Measurement
+
+pytestmark = pytest.mark.static     # a static night (--static-only): exits by these tests
 
 def test_value(record, arch):
     record(Measurement("demo.value", {value}, "cycles"), "sm_80")
@@ -220,7 +223,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     _suite(tmp_path, 10.0)
-    args = ["test_demo.py", "--", "--gpu-arch=sm_80"]
+    args = ["test_demo.py", "--static-only", "--", "--gpu-arch=sm_80"]
     assert n.main(["--out", "n1", *args]) == ch.EXIT_NO_CHANGE
     doc = json.loads((tmp_path / "n1" / "nightly.json").read_text())
     assert doc["environment"]["CUDA_CACHE_DISABLE"] == "1"
