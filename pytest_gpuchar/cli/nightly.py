@@ -22,7 +22,8 @@ Exit status:
      reported the same way is listed as a known failure, a note; without a previous run
      every failure is a regression)
   3  the run itself broke: pytest could not run the suite (usage error, internal error, no
-     tests collected) or wrote no results
+     tests collected) or wrote no results, or the nightly's own arguments are wrong (an
+     unknown option, a --previous that cannot be read: named before the night runs)
   4  measured nothing: no hardware test ran (no GPU, CuPy missing or broken, a GPU of another
      arch), so tonight says nothing about the driver; the reason is the last line printed.
      A deliberately static night passes --static-only (-m static) and exits 0-3 by the
@@ -383,13 +384,22 @@ def run(args) -> int:
     return code
 
 
+class _Parser(argparse.ArgumentParser):
+    """A command-line mistake is "the run broke" (3), not argparse's 2: the nightly's 2 means
+    regressions."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BROKEN, f"{self.prog}: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
     if "--" in argv:
         k = argv.index("--")
         argv, extra = argv[:k], argv[k + 1:]
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="gpuchar-nightly",
         description="Nightly driver-upgrade check: run the suite with the JIT cache disabled, "
                     "compare with snapshots, expectations and the previous run, write "
@@ -427,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             read_results(Path(args.previous))
     except ResultsError as e:
         print(f"gpuchar-nightly: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BROKEN
     return run(args)
 
 

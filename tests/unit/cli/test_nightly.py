@@ -242,7 +242,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION
     # a missing previous file is a usage error named before the night runs, not a silent
     # first run
-    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == 2
+    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == ch.EXIT_BROKEN
     out = capsys.readouterr()
     assert "regressions" in out.out and "nope.json: cannot read" in out.err
     assert not (tmp_path / "n5").exists()
@@ -369,6 +369,6 @@ def test_the_committed_baseline_of_the_device_is_found(tmp_path):
 def test_a_bad_previous_is_one_clear_error_before_the_night_runs(tmp_path, capsys, content):
     bad = tmp_path / "prev.json"
     bad.write_bytes(content)
-    assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == ch.EXIT_BROKEN
     err = capsys.readouterr().err
     assert str(bad) in err and not (tmp_path / "out").exists()

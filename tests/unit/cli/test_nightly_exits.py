@@ -171,3 +171,11 @@ def test_a_gpu_of_another_arch_names_it():
     assert n.measured_nothing(meta).startswith(
         'no hardware test ran: 700 (+3) skipped with "hardware: GPU is sm_90 (NVIDIA H200) '
         'but sm_80 was asked"')
+
+
+def test_a_command_line_mistake_is_exit_3_not_2(capsys):
+    """argparse's usage error is 2, which is the nightly's "regressions": it is 3."""
+    with pytest.raises(SystemExit) as e:
+        n.main(["--no-such-option"])
+    assert e.value.code == ch.EXIT_BROKEN
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
