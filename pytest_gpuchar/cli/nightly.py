@@ -270,10 +270,23 @@ def measured_nothing(meta: dict) -> str:
             f"\"{why}\"; a deliberately static night: gpuchar-nightly --static-only")
 
 
-def selected_tonight(previous: list[dict], junit: Path) -> list[dict]:
-    """The previous run's results of the tests tonight's run selected (a --static-only night
-    compares its static checks only: the previous night's hardware figures are not
-    "missing")."""
+def night_verdict(changes: list[Change], pytest_exit: int, current: dict,
+                  static_only: bool) -> tuple[int, str]:
+    """(exit code, why the night measured nothing or ""): a broken run is 3 whatever else;
+    then a night in which no hardware test ran is 4, unless it is a deliberately static one
+    (--static-only); then verdict()'s 2, 1, 0."""
+    code = verdict(changes, pytest_exit, bool(current))
+    nothing = "" if static_only or code == EXIT_BROKEN else \
+        measured_nothing(current.get("meta", {}))
+    return (EXIT_MEASURED_NOTHING, nothing) if nothing else (code, "")
+
+
+def selected_tonight(previous: list[dict] | None, junit: Path,
+                     static_only: bool) -> list[dict] | None:
+    """On a --static-only night, the previous run's results of the tests tonight's run
+    selected (the previous night's hardware figures are not "missing"); else `previous`."""
+    if not static_only or previous is None:
+        return previous
     import xml.etree.ElementTree as ET
     try:
         cases = {(tc.get("classname", ""), tc.get("name", ""))
@@ -333,19 +346,14 @@ def run(args) -> int:
         previous_changes = prev_doc.get("changes", [])
         previous_failures = prev_doc.get("meta", {}).get("failures", [])
         previous_skipped = prev_doc.get("meta", {}).get("measured_skips", {})
-        if args.static_only and previous is not None:
-            previous = selected_tonight(previous, out / "junit.xml")
+        previous = selected_tonight(previous, out / "junit.xml", args.static_only)
     changes = compare(results, previous, noise_rel=args.noise_rel,
                       skipped=junit_skips(out / "junit.xml"),
                       previous_skipped=previous_skipped)
     rep = repeatability(previous, results) if previous is not None else None
     changes += failure_changes(junit_failures(out / "junit.xml"), results, previous_changes,
                                previous_failures)
-    code = verdict(changes, proc.returncode, bool(current))
-    nothing = "" if args.static_only or code == EXIT_BROKEN else \
-        measured_nothing(current.get("meta", {}))
-    if nothing:
-        code = EXIT_MEASURED_NOTHING
+    code, nothing = night_verdict(changes, proc.returncode, current, args.static_only)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
