@@ -4,6 +4,8 @@ figures against the expectations, record them for the reports, compare the drive
 its snapshot, turn the verdict into the test's outcome)."""
 from __future__ import annotations
 
+import errno
+import shlex
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -125,6 +127,54 @@ def assert_results(results: Iterable[Result], checks: Iterable[str] = ()) -> Non
             pytest.xfail(f"unstable: {r.key} = {r.value:.2f} {r.unit}: {r.detail}")
 
 
+# --- the snapshot assertion ---------------------------------------------------------------------
+
+def match_snapshot(received: str, assertion, node: pytest.Item) -> None:
+    """received == its SASS snapshot (syrupy's diff when it differs), or the test fails with
+    what to do: a snapshot never recorded names the command that records it; a snapshot that
+    --snapshot-update could not write names the file and the OS error (the write is atomic:
+    the file on disk is as it was)."""
+    try:
+        assert received == assertion
+        return
+    except AssertionError:
+        last = assertion.executions.get(assertion.num_executions - 1)
+        why = _snapshot_trouble(last, node, received) if last is not None else ""
+        if not why:
+            raise
+    pytest.fail(why, pytrace=False)     # (outside the except: syrupy's diff is not repeated)
+
+
+def _snapshot_trouble(result, node: pytest.Item, received: str) -> str:
+    root = node.config.rootpath
+    loc = Path(result.snapshot_location)
+    where = loc.parent.relative_to(root) if loc.is_relative_to(root) else loc.parent
+    if isinstance(result.exception, OSError):
+        e = result.exception
+        code = errno.errorcode.get(e.errno, "") if e.errno else ""
+        return (f"cannot write the SASS snapshot {where / loc.name}: {e.strerror or e}"
+                f"{f' ({code})' if code else ''}; the file is as it was (nothing was half-"
+                f"written): make {where} writable and run --snapshot-update again")
+    if result.recalled_data is None and not node.config.option.update_snapshots:
+        return (f"no SASS snapshot recorded for {node.name}: the snapshot {loc.name} does not "
+                f"exist in {where}; review the SASS below and record it with\n"
+                f"    {record_command(node)}\n\n{received}")
+    return ""
+
+
+def record_command(node: pytest.Item) -> str:
+    """The command that records this test's snapshot: its node id (without pytest-xdist's
+    @group suffix) and its arch."""
+    nodeid = node.nodeid
+    for mark in node.iter_markers("xdist_group"):
+        suffix = f"@{mark.args[0] if mark.args else mark.kwargs.get('name', '')}"
+        nodeid = nodeid.removesuffix(suffix)
+    spec = getattr(node, "callspec", None)
+    arch = spec.params.get("arch") if spec else None
+    return (f"pytest {shlex.quote(nodeid)}" + (f" --gpu-arch={arch}" if arch else "")
+            + " --snapshot-update")
+
+
 # --- the two steps ------------------------------------------------------------------------------
 
 class Checked(list):
@@ -173,7 +223,8 @@ def static_check(request, gpuchar: GpuCharSession, sass_snapshot, record: Record
                     pytest.xfail(first)
                 pytest.fail(str(e), pytrace=False)
         if snapshot is not None and checked:
-            assert snapshot(checked) == sass_snapshot(toolchain.compiler_tag(checked.tool))
+            match_snapshot(snapshot(checked), sass_snapshot(toolchain.compiler_tag(checked.tool)),
+                           record.node)
         return checked
     return _check
 
@@ -187,7 +238,8 @@ def hardware_row(gpuchar: GpuCharSession, arch: str, record: Record, sass_snapsh
             measured = Measured(measured)
         results = [record(m, arch) for m in measured.figures]
         if measured.sass is not None:
-            assert measured.sass == sass_snapshot(f"jit-driver-{gpuchar.device.driver}")
+            match_snapshot(measured.sass, sass_snapshot(f"jit-driver-{gpuchar.device.driver}"),
+                           record.node)
         checks = measured.checks + [c for m in measured.figures for c in m.checks]
         if not checks:
             # a failure from here on is only a figure out of tolerance: --snapshot-update

@@ -189,6 +189,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("arch", state(metafunc.config).archs(), scope="session")
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state(config).static_once(items)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """A topic's NotApplicable (no such probe on this arch or row) is a skip with its reason;
@@ -247,6 +252,7 @@ def _arch_of(item: pytest.Item) -> str:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     st = state(session.config)
     st.builds.close()
+    st.publish_to_controller()
     if st.builds.listings is not None and not st.is_worker and (
             st.builds.listings.stored or st.controller_of_workers):
         st.builds.listings.prune()      # (under xdist the workers store, the controller prunes)
@@ -261,6 +267,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "static_checks": dict(sorted(st.static_ran.items())),
         "host": socket.gethostname(),
         "suite": suite_version(),
+        "hardware_ran": st.hardware_ran,
     })
     if dev:
         st.recorder.meta.update(dev.provenance())

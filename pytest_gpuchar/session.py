@@ -64,6 +64,7 @@ class GpuCharSession:
     controller_of_workers: bool = False
     broken: list[str] = field(default_factory=list)      # tests that failed or errored
     static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran
+    hardware_ran: int = 0          # hardware tests that ran on a GPU (0: measured nothing)
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
     snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
     accept_level: str = "device"   # --gpuchar-accept-level
@@ -228,7 +229,6 @@ class GpuCharSession:
         one topic's hardware tests of an arch to one worker (they share its measurements:
         a sweep is made once), so each worker compiles only what it runs."""
         from .topics.registry import TOPICS, topic_of
-        self._static_once(items)
         named = {item.nodeid.split("::")[0]: topic_of(item) for item in items}
         topics = {m: t for m, t in named.items() if t}
         if topics:     # each test module's topic: the HTML report's sections
@@ -250,9 +250,12 @@ class GpuCharSession:
                 topic = topic_of(item) or item.module.__name__.rsplit(".", 1)[-1]
                 item.add_marker(pytest.mark.xdist_group(f"{arch}-{topic}"))
 
-    def _static_once(self, items: list[pytest.Item]) -> None:
+    def static_once(self, items: list[pytest.Item]) -> None:
         """--gpuchar-distribute=replicate runs every test on every GPU's worker; the static
-        checks (no GPU, the same on every board) run on the first worker only."""
+        checks (no GPU, the same on every board) run on the first worker only. Deselected
+        after syrupy has listed the collected tests (plugin.py, trylast), so every worker
+        reports the same collection to it: a worker that collected fewer tests made syrupy's
+        controller warn that the selected tests were missing from the collected ones."""
         worker = getattr(self.config, "workerinput", {}).get("workerid", "gw0")
         if worker == "gw0" or self.config.getoption("gpuchar_distribute") != "replicate":
             return
@@ -273,6 +276,7 @@ class GpuCharSession:
                 {"test": report.nodeid, "when": report.when, "text": text[:20000],
                  "message": (crash.message if crash else str(report.longrepr))[:500]})
         self._count_static(report)
+        self._count_hardware(report)
         # results recorded on pytest-xdist workers reach the controller in user_properties
         if self.controller_of_workers and report.when == "call":
             for name, value in report.user_properties:
@@ -283,7 +287,7 @@ class GpuCharSession:
         if report.skipped and report.when in ("setup", "call") and \
                 isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-            self.skip_reasons[reason.split(";")[0][:120]] += 1
+            self.skip_reasons[reason] += 1      # whole: it says what to do (terminal wraps it)
             if measured_skip(reason):
                 self.measured_skips[report.nodeid] = reason[:300]
 
@@ -298,6 +302,13 @@ class GpuCharSession:
         crash = getattr(report.longrepr, "reprcrash", None)
         self.acceptance.consider(results, ok, crash.message if crash else "")
 
+    def _count_hardware(self, report: pytest.TestReport) -> None:
+        """A hardware test that reached its call on a GPU (passed, failed, or an expected
+        failure such as an unstable figure): the night measured something."""
+        if report.when == "call" and "hardware" in report.keywords and (
+                not report.skipped or hasattr(report, "wasxfail")):
+            self.hardware_ran += 1
+
     def _count_static(self, report: pytest.TestReport) -> None:
         """How many static checks ran per arch, and why those that did not were skipped."""
         props = dict(report.user_properties)
@@ -310,6 +321,32 @@ class GpuCharSession:
         elif report.skipped and isinstance(report.longrepr, tuple):
             reason = str(report.longrepr[2]).removeprefix("Skipped: ")
             self.static_skipped.setdefault(arch, reason)
+
+    # --- pytest-xdist: what the workers did that the controller's summary reports ------------
+    def publish_to_controller(self) -> None:
+        """A worker's offline compile counts, for the controller's summary line (called once
+        the worker's compiles are done: plugin.pytest_sessionfinish)."""
+        out = getattr(self.config, "workeroutput", None)
+        if out is not None:
+            listings = self.builds.listings
+            out["gpuchar_builds"] = {"assembled": self.builds.assembled,
+                                     "hits": listings.hits if listings else 0}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """pytest-xdist: what a worker did that the controller reports - its offline compile
+        counts, its board (NVML, start and end), its test modules' topics."""
+        out = getattr(node, "workeroutput", None) or {}
+        got = out.get("gpuchar_builds")
+        if got:
+            self.builds.assembled += got["assembled"]
+            if self.builds.listings is not None:
+                self.builds.listings.hits += got["hits"]
+        if out.get("gpuchar_boards"):
+            self.recorder.meta.setdefault("boards", []).extend(out["gpuchar_boards"])
+        for key in ("topics", "topic_docs"):
+            if out.get(f"gpuchar_{key}"):
+                self.recorder.meta.setdefault(key, {}).update(out[f"gpuchar_{key}"])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -360,17 +397,6 @@ class GpuCharSession:
         end = nvml.read(uuid=getattr(dev, "uuid", ""), pci_bus_id=getattr(dev, "pci_bus_id", ""))
         return {"device_index": dev.index, "uuid": getattr(dev, "uuid", ""), "device": dev.name,
                 "start": start, "end": end, "flags": nvml.flags(start, end)}
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
-        """pytest-xdist: a worker's board (start and end) and its test modules' topics reach
-        the controller's report."""
-        out = getattr(node, "workeroutput", {})
-        if out.get("gpuchar_boards"):
-            self.recorder.meta.setdefault("boards", []).extend(out["gpuchar_boards"])
-        for key in ("topics", "topic_docs"):
-            if out.get(f"gpuchar_{key}"):
-                self.recorder.meta.setdefault(key, {}).update(out[f"gpuchar_{key}"])
 
     def provenance(self) -> dict:
         dev = self.device

@@ -3,12 +3,14 @@ measured run's JSON report (atomic; every other entry and arch untouched)."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 from ..core import archs
-from ..results.expectations import (ExpectationError, NoiseError, Store, atomic_write,
-                                    declare_noise, load_file, update_arch)
+from ..core.atomic import atomic_write
+from ..results.expectations import (ExpectationError, NoiseError, Store, declare_noise,
+                                    load_file, update_arch)
 from ..results.files import ResultsError, read_results
 
 
@@ -203,11 +205,48 @@ def main(argv: list[str] | None = None) -> int:
     except (ExpectationError, OSError) as e:
         print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
         return 1
+    written = {path: keys for path, keys in written.items() if keys}
     for path, keys in written.items():
         print(f"wrote {len(set(keys))} values to {path}")
     if not written:
-        print(f"no {arch} values in {args.results}")
+        print(f"gpuchar-expectations: nothing written: "
+              f"{nothing_to_write(results, arch, args.key, args.results)}", file=sys.stderr)
+        return 1
     return 0
+
+
+def nothing_to_write(results: list[dict], arch: str, keys: list[str] | None,
+                     path: Path) -> str:
+    """Why a results file gives `arch` no value to write (update_from_results writes only
+    finite figures that are not invalid, unstable, errors or SPEC's bars)."""
+    from collections import Counter
+    from ..results.expectations import is_spec_bar
+    from ..results.terminal import STATUS_WORDS
+    mine = [r for r in results if r.get("arch") == arch]
+    if not results:
+        return f"{path} holds no result at all"
+    if not mine:
+        have = sorted({str(r.get("arch")) for r in results if r.get("arch")})
+        return (f"{path} holds no {arch} result"
+                + (f" (its archs: {', '.join(have)}; give --arch)" if have else " (no result)"))
+    if keys:
+        mine = [r for r in mine if r.get("key") in keys]
+        if not mine:
+            return f"{path} holds no {arch} result of --key {', '.join(keys)}"
+    figures = [r for r in mine if isinstance(r.get("value"), (int, float))
+               and not isinstance(r.get("value"), bool)]
+    if not figures:
+        what = Counter(STATUS_WORDS.get(r.get("status"), r.get("status")) for r in mine)
+        return (f"{path} holds no hardware figure of {arch}, only "
+                + ", ".join(f"{n} {w}" for w, n in what.most_common())
+                + f" (a run without an {arch} GPU measures nothing): accept the report of a "
+                  f"run on an {arch} GPU")
+    why = Counter("SPEC's bars" if is_spec_bar(r.get("key", "")) else
+                  "not finite" if not math.isfinite(r["value"]) else
+                  STATUS_WORDS.get(r.get("status"), str(r.get("status"))) for r in figures)
+    return (f"none of the {len(figures)} {arch} figures of {path} can be written: "
+            + ", ".join(f"{n} {w}" for w, n in why.most_common())
+            + " (invalid, unstable, error, non-finite figures and SPEC's bars are never written)")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from ..core import archs
 from ..models import accelsim
-from ..results.expectations import atomic_write
+from ..core.atomic import atomic_write
 from ..results.files import ResultsError, read_report
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
 
-__all__ = ["FORMATS", "FU_PREFIX", "MODEL_KEYS", "main", "model_parameters", "render"]
+__all__ = ["FORMATS", "FU_PREFIX", "MODEL_KEYS", "main", "model_parameters", "no_figure",
+           "render"]
 
 FORMATS = ("yaml", "accel-sim", "accel-sim-trace")
 
@@ -41,6 +42,24 @@ def render(report: dict, arch: str, fmt: str = "yaml") -> str:
     if fmt == "accel-sim-trace":
         return accelsim.trace_fragment(params, results, meta)
     raise ValueError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def no_figure(report: dict, arch: str, path: Path) -> str:
+    """Why `report` gives `arch` no export ("" when it holds a figure of it): an export of
+    an arch the run did not measure would be a configuration of nothing but "not measured"
+    under another board's name."""
+    measured = sorted({r.get("arch", "?") for r in report.get("results", [])
+                       if isinstance(r.get("value"), (int, float))
+                       and not isinstance(r.get("value"), bool)})
+    if arch in measured:
+        return ""
+    if measured:
+        which = "it" if len(measured) == 1 else "one of those"
+        return (f"{path} holds no {arch} figure (it measured {', '.join(measured)}): export "
+                f"{which} with --arch {measured[0]}, or give the report of a run on an {arch} "
+                f"GPU")
+    return (f"{path} holds no measured figure at all (a run without a GPU measures nothing): "
+            f"give the report of a run on an {arch} GPU")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         report = read_report(args.results)
     except ResultsError as e:
         print(e, file=sys.stderr)
+        return 2
+    why = no_figure(report, arch, args.results)
+    if why:
+        print(f"gpuchar-model-params: {why}", file=sys.stderr)
         return 2
     text = render(report, arch, args.fmt)
     if args.output:

@@ -24,10 +24,15 @@ Exit status:
      reported the same way is listed as a known failure, a note; without a previous run
      every failure is a regression)
   3  the run itself broke: pytest could not run the suite (usage error, internal error, no
-     tests collected) or wrote no results
+     tests collected) or wrote no results, or the nightly's own arguments are wrong (an
+     unknown option, a --previous that cannot be read: named before the night runs)
+  4  measured nothing: no hardware test ran (no GPU, CuPy missing or broken, a GPU of another
+     arch), so tonight says nothing about the driver; the reason is the last line printed.
+     A deliberately static night passes --static-only (-m static) and exits 0-3 by the
+     static checks
 
-Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [TESTS...]
-                       [-- extra pytest args]
+Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [--static-only]
+                       [TESTS...] [-- extra pytest args]
 
 --history TARGET is the history store (results/history.py, docs/history.md): a file path
 (SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
@@ -48,9 +53,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
-from ..results.changes import (EXIT_BROKEN, EXIT_TEXT, NOISE_REL, Change, failure_changes,
-                               junit_failures, junit_skips, number, repeatability,
-                               repeatability_lines, verdict)
+from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
+                               Change, failure_changes, junit_failures, junit_skips, number,
+                               repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
 
@@ -177,6 +182,11 @@ def conformance_lines(doc: dict, ch: list[Change]) -> list[str]:
 def markdown(doc: dict) -> str:
     env, ch = doc["environment"], [Change(**c) for c in doc["changes"]]
     out = [f"# gpuchar nightly: {EXIT_TEXT[doc['exit']]} (exit {doc['exit']})", ""]
+    if doc.get("measured_nothing"):
+        out += [f"**Measured nothing**: {doc['measured_nothing']}.", ""]
+    elif doc.get("static_only"):
+        out += ["**Static checks only** (--static-only): no hardware test was run; the exit "
+                "status is that of the static checks.", ""]
     dev = env.get("before", {})
     out += [f"- **date**: {doc['date']}", f"- **device**: {dev.get('device', dev.get('no_gpu', '?'))}"
             f" ({dev.get('arch', '-')}, {dev.get('sm_count', '-')} SMs)",
@@ -232,7 +242,7 @@ def markdown(doc: dict) -> str:
         out += ["## Repeatability against the previous run", "",
                 "SPEC's bar: identical integer cycles, other figures within 1%.", "", "```",
                 *repeatability_lines(doc["repeatability"]), "```", ""]
-    if not ch:
+    if not ch and not doc.get("measured_nothing"):
         out += ["Nothing changed: every characteristic within its noise of the previous run, "
                 "every expectation and snapshot holds.", ""]
     out += ["Accepting a reviewed change: see docs/nightly.md (review, `pytest --snapshot-update`, "
@@ -242,7 +252,7 @@ def markdown(doc: dict) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    from ..results.expectations import atomic_write
+    from ..core.atomic import atomic_write
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
 
@@ -339,6 +349,57 @@ def references(args, device: dict, results: list[dict]) -> list[Reference]:
     return refs
 
 
+# --- a night that measured nothing ------------------------------------------------------------
+
+def measured_nothing(meta: dict) -> str:
+    """Why tonight's run measured nothing on a GPU ("" when a hardware test ran): the skip
+    reason that kept most hardware tests from running, or that none was selected. Such a
+    night is not green: a driver upgrade that breaks CuPy would otherwise pass as "no
+    change" with every hardware test skipped."""
+    if meta.get("hardware_ran", 0):
+        return ""
+    skips = sorted(((n, why) for why, n in meta.get("skipped", {}).items()
+                    if why.startswith("hardware:")), reverse=True)
+    if not skips:
+        return ("no hardware test ran: none was selected (the TESTS given or -m left only "
+                "static checks); a deliberately static night: gpuchar-nightly --static-only")
+    n, why = skips[0]
+    more = sum(k for k, _ in skips[1:])
+    return (f"no hardware test ran: {n}{f' (+{more})' if more else ''} skipped with "
+            f"\"{why}\"; a deliberately static night: gpuchar-nightly --static-only")
+
+
+def night_verdict(changes: list[Change], pytest_exit: int, current: dict,
+                  static_only: bool) -> tuple[int, str]:
+    """(exit code, why the night measured nothing or ""): a broken run is 3 whatever else;
+    then a night in which no hardware test ran is 4, unless it is a deliberately static one
+    (--static-only); then verdict()'s 2, 1, 0."""
+    code = verdict(changes, pytest_exit, bool(current))
+    nothing = "" if static_only or code == EXIT_BROKEN else \
+        measured_nothing(current.get("meta", {}))
+    return (EXIT_MEASURED_NOTHING, nothing) if nothing else (code, "")
+
+
+def selected_tonight(previous: list[dict] | None, junit: Path,
+                     static_only: bool) -> list[dict] | None:
+    """On a --static-only night, the previous run's results of the tests tonight's run
+    selected (the previous night's hardware figures are not "missing"); else `previous`."""
+    if not static_only or previous is None:
+        return previous
+    import xml.etree.ElementTree as ET
+    try:
+        cases = {(tc.get("classname", ""), tc.get("name", ""))
+                 for tc in ET.parse(junit).getroot().iter("testcase")}
+    except (OSError, ET.ParseError):
+        return []
+
+    def case(nodeid: str) -> tuple[str, str]:
+        path, _, rest = nodeid.partition("::")
+        parts = rest.split("::")
+        return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
+    return [r for r in previous if case(str(r.get("test", ""))) in cases]
+
+
 def run(args) -> int:
     if args.previous and not Path(args.previous).exists():
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
@@ -356,7 +417,8 @@ def run(args) -> int:
     # history would record the run before the comparison reads the previous one)
     cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
-           "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=", *args.pytest_args]
+           "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
+           *(["-m", "static"] if args.static_only else []), *args.pytest_args]
     with open(out / "pytest.log", "w") as log:
         proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     after = clock_snapshot(env)
@@ -377,19 +439,24 @@ def run(args) -> int:
     except HistoryError as e:
         print(f"gpuchar-nightly: --history: cannot read the previous run: {e}", file=sys.stderr)
         return EXIT_BROKEN
+    for ref in refs:         # a static night is compared with the tests it selected
+        if ref.doc is not None and args.static_only:
+            ref.doc = {**ref.doc, "results": selected_tonight(
+                ref.doc.get("results"), out / "junit.xml", True)}
     cmp = compare_boards(results, refs, noise_rel=args.noise_rel,
                          skipped=junit_skips(out / "junit.xml"))
     changes, rep = cmp.changes, cmp.repeatability
     changes += failure_changes(junit_failures(out / "junit.xml"), results,
                                *known_failures(refs))
-    code = verdict(changes, proc.returncode, bool(current))
+    code, nothing = night_verdict(changes, proc.returncode, current, args.static_only)
     counts: dict[str, int] = {}
     for r in results:
         counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
     doc = {
         "schema": 1,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "exit": code, "verdict": EXIT_TEXT[code],
+        "exit": code, "verdict": EXIT_TEXT[code], "static_only": bool(args.static_only),
+        "measured_nothing": nothing or None,
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,
         "previous": next((r.label for r in refs if r.same_board), None),
         "boards": [r.as_dict() for r in refs],
@@ -415,7 +482,18 @@ def run(args) -> int:
           f"{proc.returncode}, {wall} s; report {out / 'nightly.md'}")
     for f in doc["environment"]["throttling"]:
         print(f"gpuchar-nightly: throttling: {f}")
+    if nothing:         # the reason, last
+        print(f"gpuchar-nightly: {EXIT_TEXT[code]} (exit {code}): {nothing}")
     return code
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command-line mistake is "the run broke" (3), not argparse's 2: the nightly's 2 means
+    regressions."""
+
+    def error(self, message: str):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BROKEN, f"{self.prog}: error: {message}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -424,12 +502,13 @@ def main(argv: list[str] | None = None) -> int:
     if "--" in argv:
         k = argv.index("--")
         argv, extra = argv[:k], argv[k + 1:]
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="gpuchar-nightly",
         description="Nightly driver-upgrade check: run the suite with the JIT cache disabled, "
                     "compare with snapshots, expectations and the previous run, write "
                     "nightly.json and nightly.md. Exit: 0 no change, 1 changes within "
-                    "tolerance, 2 regressions, 3 the run broke. Extra pytest args after --.")
+                    "tolerance, 2 regressions, 3 the run broke, 4 measured nothing (no "
+                    "hardware test ran; see --static-only). Extra pytest args after --.")
     ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation)")
     ap.add_argument("--repeatability", nargs=2, metavar=("RUN1", "RUN2"),
                     help="only compare two runs' gpuchar-results.json (or nightly.json) for "
@@ -445,6 +524,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="where committed baselines live (<root>/<arch>/<device>/gpuchar-"
                          "results.json): the previous run when neither --previous nor a "
                          "history has one (default: results)")
+    ap.add_argument("--static-only", action="store_true",
+                    help="a deliberately static night: run the static checks only (-m static) "
+                         "and exit by them (0-3), compared with the previous run's static "
+                         "checks; without it a night in which no hardware test ran exits 4")
     ap.add_argument("--noise-rel", type=float, default=NOISE_REL,
                     help=f"relative change below which a value has not moved "
                          f"(default {NOISE_REL})")
@@ -459,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             read_results(Path(args.previous))
     except ResultsError as e:
         print(f"gpuchar-nightly: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BROKEN
     args.history_store = open_store(args.history) if args.history else None
     if args.history and args.history_store is None:
         return EXIT_BROKEN      # named before the night runs, not after

@@ -15,11 +15,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 
+from .atomic import atomic_write
 from .toolchain import Tool
 
 FORMAT = "1"                      # bump when the stored form changes
@@ -83,17 +83,8 @@ class ListingCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".gz")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(gzip.compress(listing.encode(), compresslevel=1, mtime=0))
-                os.replace(tmp, path)
-            except BaseException:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-                raise
+            atomic_write(path, gzip.compress(listing.encode(), compresslevel=1, mtime=0),
+                         fsync=False)
         except OSError:
             return
         with self._lock:
@@ -109,7 +100,7 @@ class ListingCache:
                 st = p.stat()
             except OSError:
                 continue
-            if p.name.startswith(".tmp-"):
+            if p.name.startswith("."):     # a write in progress (core/atomic.py)
                 if now - st.st_mtime > 3600:
                     p.unlink(missing_ok=True)
                 continue

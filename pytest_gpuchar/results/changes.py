@@ -14,8 +14,10 @@ EXIT_NO_CHANGE = 0
 EXIT_WITHIN_TOLERANCE = 1
 EXIT_REGRESSION = 2
 EXIT_BROKEN = 3
+EXIT_MEASURED_NOTHING = 4  # no hardware test ran (no GPU, CuPy broken, another arch): not green
 EXIT_TEXT = {EXIT_NO_CHANGE: "no change", EXIT_WITHIN_TOLERANCE: "changes within tolerance",
-             EXIT_REGRESSION: "regressions", EXIT_BROKEN: "the run broke"}
+             EXIT_REGRESSION: "regressions", EXIT_BROKEN: "the run broke",
+             EXIT_MEASURED_NOTHING: "measured nothing"}
 
 NOISE_REL = 0.01           # a value moved when it differs by more than 1% ...
 NOISE_ABS = {"cycles": 0.5, "cycles/op": 0.5, "ratio": 0.005}   # ... and more than this

@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ import yaml
 
 from ..core import archs
 from .literature import Literature, LiteratureError, from_mapping
+from ..core.atomic import atomic_write
 
 SCHEMA_VERSION = 1
 # Topic directories under ROOT; a key "memory.latency.l1" lives in memory/<arch>.yaml.
@@ -548,21 +548,6 @@ class Store:
 
 
 # --- regeneration from a measured run (never done by a test run) ---------------------------
-
-def atomic_write(path: Path, text: str) -> None:
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
 
 def _rounded(v: float) -> float:
     """Cycles to 2 decimals; small figures (errors of 1e-8) to 4 significant digits."""

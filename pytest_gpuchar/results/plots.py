@@ -3,9 +3,9 @@ atomically (a half-written PNG never lands in a report). Each topic draws its ow
 saves them with `save`; a PNG gets an SVG twin beside it, which the HTML report inlines."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
+
+from ..core.atomic import replacing
 
 
 def pyplot():
@@ -27,17 +27,6 @@ def plain_log_ticks(ax, *axes: str) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _atomic(path: Path, write) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     """Write `fig` to `path` (format from the suffix) atomically and close it. A PNG gets an
     SVG twin (`<stem>.svg`, text as text, no date: the HTML report inlines it), both cropped
@@ -48,11 +37,12 @@ def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     try:
         fig.canvas.draw()
         box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)   # "tight", 0.1 in
-        _atomic(path, lambda tmp: fig.savefig(tmp, dpi=dpi, bbox_inches=box))
+        with replacing(path, suffix=path.suffix) as tmp:
+            fig.savefig(tmp, dpi=dpi, bbox_inches=box)
         if path.suffix == ".png":
             with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": path.stem}):
-                _atomic(path.with_suffix(".svg"), lambda tmp: fig.savefig(
-                    tmp, bbox_inches=box, metadata={"Date": None}))
+                with replacing(path.with_suffix(".svg"), suffix=".svg") as tmp:
+                    fig.savefig(tmp, bbox_inches=box, metadata={"Date": None})
     finally:
         pyplot().close(fig)
     return path

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from pathlib import Path
 
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from ..core.atomic import atomic_write
 
 COMPILER = pytest.StashKey[str]()
 SASS_DIR = "__sass__"
@@ -86,20 +87,12 @@ class SASSSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def write_snapshot_collection(cls, *, snapshot_collection, name_order=None) -> None:
-        """Atomically (temp file + rename): a run interrupted or out of disk space mid-write
-        leaves the old snapshot or the new one, never half of one (syrupy truncates the file
-        and writes into it)."""
+        """Atomically (core/atomic.py: temp file + rename, the replaced file's mode kept): a run
+        interrupted or out of disk space mid-write leaves the old snapshot or the new one,
+        never half of one (syrupy truncates the file and writes into it)."""
         path = Path(snapshot_collection.location)
         data = next(iter(snapshot_collection)).data
         if not isinstance(data, str):
             raise TypeError(f"SASS snapshots take text, not {type(data).__name__}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        atomic_write(path, data, fsync=False)

@@ -4,20 +4,44 @@ Everything else is in the report (--gpuchar-report DIR) or with -v."""
 from __future__ import annotations
 
 import re
+import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
 from .judge import Status
 
 MAX_LISTED = 30   # rows of one kind listed
-WIDTH = 150       # characters per line at most
+MIN_WIDTH = 60    # a narrower terminal still gets lines of this width
 STATUS_WORDS = {"pass": "passed", "fail": "failed", "unstable": "unstable",
                 "invalid": "probes invalid", "measured": "measured (no expectation)",
                 "info": "PTX->SASS mapping notes", "error": "errors"}
 
 
+def wrap(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` characters, broken only at spaces, continued with
+    four more spaces of indent; nothing is cut (a command or an arch name in a line is what a
+    user must type or read: a word longer than the line stays whole)."""
+    if len(text) <= width:
+        return [text]
+    lead = text[:len(text) - len(text.lstrip())]
+    return textwrap.wrap(text, width, subsequent_indent=lead + "    ", break_long_words=False,
+                         break_on_hyphens=False) or [text]
+
+
+def _width(tr) -> int:
+    tw = getattr(tr, "_tw", None)
+    return max(MIN_WIDTH, (getattr(tw, "fullwidth", 0) or 80) - 1)
+
+
 def _line(tr, text: str, **markup) -> None:
-    tr.write_line(text if len(text) <= WIDTH else text[:WIDTH - 3] + "...", **markup)
+    for line in wrap(text, _width(tr)):
+        tr.write_line(line, **markup)
+
+
+def _row(tr, text: str, **markup) -> None:
+    """A row of a table (fixed columns): written whole, neither wrapped nor cut (a narrow
+    terminal folds it)."""
+    tr.write_line(text, **markup)
 
 
 def write(tr, st) -> None:
@@ -75,7 +99,7 @@ def _static(tr, st) -> None:
     archs = sorted(set(st.static_ran) | set(st.static_skipped))
     if not archs:
         return
-    parts = [f"{a} {st.static_ran[a]}" + (f" (skipped: {st.static_skipped[a][:70]})"
+    parts = [f"{a} {st.static_ran[a]}" + (f" (skipped: {st.static_skipped[a]})"
                                             if not st.static_ran[a] else "") for a in archs]
     _line(tr, "static checks run per arch: " + ", ".join(p for p in parts if " (" not in p))
     for p in parts:
@@ -117,10 +141,10 @@ def _measured(tr, rec) -> None:
     if len(measured) > 40:
         _line(tr, f"failed, unstable or moved (passed using more than half of the "
                   f"tolerance): {len(bad)} + {len(moved)} of {len(measured)} measured")
-    _line(tr, f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
-              f"{'expected':30s} {'dev':>7s} status")
+    _row(tr, f"{'arch':7s} {'characteristic':34s} {'measured':>9s} {'unit':9s} "
+             f"{'expected':30s} {'dev':>7s} status")
     for r in shown[:MAX_LISTED * 2]:
-        _line(tr, r.line() + (" (moved)" if r.moved else ""))
+        _row(tr, r.line() + (" (moved)" if r.moved else ""))
     if len(shown) > MAX_LISTED * 2:
         _line(tr, f"  ... {len(shown) - MAX_LISTED * 2} more in the report "
                   f"(--gpuchar-report DIR)")

@@ -3,6 +3,7 @@ one clear error, parallel runs whole."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -93,16 +94,32 @@ def _static_suite(pytester, *args: str) -> dict:
                                            "-p", "no:cacheprovider",
                                            "--gpuchar-report", str(out), *args)
     assert result.ret == 0, result.stdout.str()[-3000:]
-    return json.loads((out / "gpuchar-results.json").read_text())
+    doc = json.loads((out / "gpuchar-results.json").read_text())
+    doc["summary"] = _gpuchar_section(result.stdout.str())
+    doc["warnings"] = [ln for ln in result.stdout.lines if "Warning" in ln]
+    return doc
 
 
-def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu):
+def _gpuchar_section(out: str) -> list[str]:
+    """The lines of the terminal's gpuchar section up to the reports line (its paths differ
+    between runs); the offline compile line without its counts (a second run reads from the
+    listing cache what the first assembled, and pytest-xdist's load distribution may
+    assemble a module on both workers)."""
+    lines = out.split("= gpuchar =", 1)[-1].split("\n")[1:]
+    end = next((i for i, ln in enumerate(lines)
+                if ln.startswith(("=", "reports:", "reports in "))), len(lines))
+    return [re.sub(r"^offline SASS modules: .*", "offline SASS modules: N", ln)
+            for ln in lines[:end]]
+
+
+def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu, monkeypatch):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     from pytest_gpuchar.core import toolchain
     try:
         toolchain.find("ptxas", "sm_80")
     except toolchain.ToolMissing as e:
         pytest.skip(str(e))
+    monkeypatch.setenv("COLUMNS", "400")      # summary lines unwrapped, compared one by one
     serial = _static_suite(pytester)
     parallel = _static_suite(pytester, "-n", "2")
 
@@ -111,6 +128,42 @@ def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu):
     assert serial["results"] and key(parallel) == key(serial)
     assert parallel["meta"]["skipped"] == serial["meta"]["skipped"]
     assert parallel["meta"]["static_checks"] == serial["meta"]["static_checks"] != {}
+    # the same summary (the workers' offline compiles counted too), no warning a correct
+    # run cannot avoid
+    assert "offline SASS modules: N" in serial["summary"]
+    assert parallel["summary"] == serial["summary"]
+    assert parallel["warnings"] == serial["warnings"] == []
+
+
+SYRUPY_STATIC = """
+import pytest
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("n", range(3))
+def test_static(n, snapshot, arch):
+    assert f"row {n}" == snapshot
+
+
+def test_any(arch):
+    pass
+"""
+
+
+def test_replicate_gives_no_snapshot_warning(pytester, no_gpu):
+    """--gpuchar-distribute=replicate runs the static checks on gw0 only: the other workers
+    deselect them after syrupy listed the collected tests, so its controller does not warn
+    that "selected test(s) [are] missing from collected items"."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    pytester.makepyfile(test_rep=SYRUPY_STATIC)
+    assert pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update").ret == 0
+    result = pytester.runpytest("-n", "2", "--gpuchar-distribute=replicate",
+                                "--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    text = result.stdout.str()
+    assert result.ret == 0, text[-3000:]
+    result.assert_outcomes(passed=5)      # 3 static checks once, test_any on both GPUs
+    assert "missing from collected items" not in text and "Warning" not in text
+    assert "3 snapshots passed" in text
 
 
 CRASH_TEST = """
@@ -183,3 +236,105 @@ def test_replicate_keeps_the_other_gpus_run_whole_when_one_worker_dies(pytester,
     assert sorted(k for k in keys if k.endswith("gw0")) == [f"demo.row{n}.gw0" for n in range(6)]
     assert sorted(k for k in keys if k.endswith("gw1")) == [f"demo.row{n}.gw1" for n in range(3)]
     assert keys.count("demo.static") == 1 and not any(k.endswith("gw2") for k in keys)
+
+
+# --- issue 30: a check that could not run says what to do ----------------------------------
+
+SASS_TEST = """
+import pytest
+
+@pytest.mark.static
+@pytest.mark.parametrize("row", ["add", "mul"])
+def test_map(row, arch, sass_snapshot, record):
+    from pytest_gpuchar.fixtures import match_snapshot
+    match_snapshot(f"IADD3 {row}\\n", sass_snapshot("ptxas-13.5.37"), record.node)
+"""
+
+
+def _recorded(pytester) -> Path:
+    pytester.makepyfile(test_map=SASS_TEST)
+    assert pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update").ret == 0
+    d = pytester.path / "__sass__" / "ptxas-13.5.37" / "sm_80" / "test_map"
+    assert sorted(p.name for p in d.iterdir()) == ["test_map[sm_80-add].sass",
+                                                   "test_map[sm_80-mul].sass"]
+    return d
+
+
+def test_a_missing_snapshot_names_the_command_that_records_it(pytester, no_gpu, monkeypatch):
+    """One .sass deleted: not a bare AssertionError but the test, the directory and the
+    command; that command records it, and the next run passes."""
+    monkeypatch.setenv("COLUMNS", "400")
+    d = _recorded(pytester)
+    (d / "test_map[sm_80-add].sass").unlink()
+    result = pytester.runpytest("--gpu-arch=sm_80")
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert ("no SASS snapshot recorded for test_map[sm_80-add]: the snapshot "
+            "test_map[sm_80-add].sass does not exist in __sass__/ptxas-13.5.37/sm_80/test_map; "
+            "review the SASS below and record it with") in out
+    cmd = "pytest 'test_map.py::test_map[sm_80-add]' --gpu-arch=sm_80 --snapshot-update"
+    assert cmd in out and "AssertionError" not in out
+    import shlex
+    assert pytester.runpytest(*shlex.split(cmd)[1:]).ret == 0
+    assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
+    assert pytester.runpytest("--gpu-arch=sm_80").ret == 0
+
+
+def test_a_snapshot_that_cannot_be_written_names_the_file_and_the_error(pytester, no_gpu,
+                                                                         monkeypatch):
+    """--snapshot-update into a directory that refuses the write (an immutable file): the
+    file and the OS error, the old snapshot whole, no temporary file left."""
+    import errno
+    import os
+    monkeypatch.setenv("COLUMNS", "400")
+    d = _recorded(pytester)
+    pytester.makepyfile(test_map=SASS_TEST.replace("IADD3", "IADD3.X"))
+    real = os.replace
+
+    def refuse(src, dst, *a, **k):     # what EPERM from an immutable (chattr +i) file does
+        if str(dst).endswith(".sass"):
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(dst))
+        return real(src, dst, *a, **k)
+    monkeypatch.setattr(os, "replace", refuse)
+    result = pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update")
+    monkeypatch.undo()
+    assert result.ret == 1
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    assert ("cannot write the SASS snapshot __sass__/ptxas-13.5.37/sm_80/test_map/"
+            "test_map[sm_80-add].sass: Operation not permitted (EPERM); the file is as it was "
+            "(nothing was half-written): make __sass__/ptxas-13.5.37/sm_80/test_map writable "
+            "and run --snapshot-update again") in out
+    assert "AssertionError" not in out
+    assert sorted(p.name for p in d.iterdir()) == ["test_map[sm_80-add].sass",
+                                                   "test_map[sm_80-mul].sass"]
+    assert (d / "test_map[sm_80-add].sass").read_text() == "IADD3 add\n"
+
+
+LONG_SKIP = ("static: no SASS snapshots recorded for ptxas-13.5.37/sm_90a: review the SASS and "
+             "record them with pytest --snapshot-update --gpu-arch=sm_90a")
+
+
+def test_the_summary_wraps_and_never_cuts(pytester, no_gpu, monkeypatch):
+    """The command to record snapshots was cut at "pytest --snapshot-upda" (a skip reason
+    kept to 120 characters, a line to 150): now every line fits the terminal and, joined,
+    says everything."""
+    from pytest_gpuchar.results.terminal import wrap
+    monkeypatch.setenv("COLUMNS", "80")
+    pytester.makepyfile(test_long=f"""
+import pytest
+
+@pytest.mark.parametrize("n", range(3))
+def test_row(n, arch):
+    pytest.skip({LONG_SKIP!r})
+""")
+    result = pytester.runpytest("--gpu-arch=sm_90a")
+    lines = result.stdout.str().split("= gpuchar =", 1)[1].splitlines()[1:]
+    lines = [ln for ln in lines[:next(i for i, ln in enumerate(lines) if ln.startswith("="))]
+             if ln]
+    assert lines and all(len(ln) < 80 for ln in lines)
+    assert " ".join(ln.strip() for ln in lines) == f"skipped 3: {LONG_SKIP}"
+    assert "--snapshot-update" in lines[-1] or "--snapshot-update" in lines[-2]
+    assert wrap("x " * 10 + "--a-very-long-option=" + "v" * 80, 30)[-1].strip().startswith(
+        "--a-very-long-option=")      # a word longer than the line stays whole

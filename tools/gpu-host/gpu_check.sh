@@ -21,6 +21,9 @@
 #   bindings   check_bindings.py: the driver calls through cuda-bindings and NVML beside the old
 #              ctypes / nvidia-smi code (JIT cubins byte-identical, launches, occupancy, tensor
 #              maps, NVML's fields); its table in summary.txt, its JSON in logs.tgz
+#   exits      gpuchar-nightly's exit codes on Table II (issue 30): on the GPU (0-2 expected,
+#              never 4; meta.hardware_ran > 0), the GPU hidden (4, the reason last), and
+#              --static-only (0-3)
 # $GPUCHAR_EXTRA: pytest arguments added to both nights (e.g. --deselect of a probe that hangs).
 # Each night runs under timeout -s INT $GPUCHAR_NIGHT_S (480 s) so a hang still returns its logs.
 # $OUT gets at most 8 files. Usage: GPUCHAR_STEPS=night1,night2 bash tools/gpu-host/gpu_check.sh
@@ -116,6 +119,16 @@ s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(
         --snapshot-update --gpuchar-accept-level=arch -k add -p no:cacheprovider -q > "$LOGS/demo.log" 2>&1
       diff -ru expectations /tmp/exp-demo > "$LOGS/accept-demo.diff"
       echo "demo: $(grep -c '^[-+] ' "$LOGS/accept-demo.diff") changed lines";;
+    exits)
+      t2=tests/characterisation/test_table_ii_dependency.py
+      nightly --out "$OUT/x-gpu" "$t2" > "$LOGS/x-gpu.txt" 2>&1
+      echo "exits: on the GPU: exit $? (0-2 expected), hardware_ran $(python3 -c "import json
+print(json.load(open('$OUT/x-gpu/nightly.json'))['meta'].get('hardware_ran'))" 2>&1)"
+      CUDA_VISIBLE_DEVICES= nightly --out "$OUT/x-hidden" "$t2" > "$LOGS/x-hidden.txt" 2>&1
+      echo "exits: GPU hidden: exit $? (4 expected): $(tail -1 "$LOGS/x-hidden.txt" | cut -c1-200)"
+      nightly --out "$OUT/x-static" --static-only "$t2" > "$LOGS/x-static.txt" 2>&1
+      echo "exits: --static-only: exit $? (0-3 expected): $(tail -1 "$LOGS/x-static.txt" | cut -c1-160)"
+      rm -rf "$OUT/x-gpu" "$OUT/x-hidden" "$OUT/x-static";;
   esac
   echo "  ($step: $(( $(date +%s) - start )) s)"
 done | tee -a "$OUT/summary.txt"

@@ -21,23 +21,12 @@ def report_html(doc: dict, artifacts_dir: Path | None = None, generations=None) 
 
 def write(path: Path, text: str) -> Path:
     """Write a page atomically, as UTF-8 whatever the locale (a half-written page never lands
-    in a report)."""
-    import os
-    import tempfile
+    in a report; the one atomic write of the package)."""
+    from ...core.atomic import replacing
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)        # as a plain write would (mkstemp makes it 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with replacing(path) as tmp:
+        Path(tmp).write_text(text, encoding="utf-8")
     return path
 
 

@@ -94,3 +94,26 @@ def test_stdout_and_bad_format(results_file, capsys):
     assert e.value.code == 2
     with pytest.raises(ValueError, match="unknown format"):
         model_params.render(REPORT, "sm_90", "xml")
+
+
+@pytest.mark.parametrize("fmt", model_params.FORMATS)
+def test_an_arch_the_report_did_not_measure_is_a_usage_error(results_file, tmp_path, capsys,
+                                                             fmt):
+    """An H200 report exported as sm_80 was a config headed "NVIDIA H200 (sm_80)" with every
+    option "not measured", exit 0: now one line naming the file and the arch it measured."""
+    out = tmp_path / "x.config"
+    assert model_params.main(["--results", str(results_file), "--arch", "sm_80", "--format",
+                              fmt, "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuchar-model-params: {results_file} holds no sm_80 figure "
+                          f"(it measured sm_90): export it with --arch sm_90")
+    assert not out.exists()
+
+
+def test_an_offline_report_is_a_usage_error(tmp_path, capsys):
+    path = tmp_path / "offline.json"
+    path.write_text(json.dumps({"meta": {}, "results": [
+        {"key": "sass.add.u32", "arch": "sm_80", "value": None, "status": "info"}]}))
+    assert model_params.main(["--results", str(path), "--arch", "sm_80"]) == 2
+    assert "holds no measured figure at all (a run without a GPU measures nothing)" in \
+        capsys.readouterr().err

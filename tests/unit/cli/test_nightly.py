@@ -230,7 +230,10 @@ def test_markdown_lists_old_new_tolerance_and_sass_diff():
 
 
 SUITE = """
+import pytest
 from pytest_gpuchar.results.judge import Measurement
+
+pytestmark = pytest.mark.static     # a static night (--static-only): exits by these tests
 
 def test_value(record, arch):
     record(Measurement("demo.value", {value}, "cycles"), "sm_80")
@@ -248,7 +251,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     _suite(tmp_path, 10.0)
-    args = ["test_demo.py", "--", "--gpu-arch=sm_80"]
+    args = ["test_demo.py", "--static-only", "--", "--gpu-arch=sm_80"]
     assert n.main(["--out", "n1", *args]) == ch.EXIT_NO_CHANGE
     doc = json.loads((tmp_path / "n1" / "nightly.json").read_text())
     assert doc["environment"]["CUDA_CACHE_DISABLE"] == "1"
@@ -270,7 +273,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION
     # a missing previous file is a usage error named before the night runs, not a silent
     # first run
-    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == 2
+    assert n.main(["--out", "n5", "--previous", "nope.json", *args]) == ch.EXIT_BROKEN
     out = capsys.readouterr()
     assert "regressions" in out.out and "nope.json: cannot read" in out.err
     assert not (tmp_path / "n5").exists()
@@ -397,6 +400,6 @@ def test_the_committed_baseline_of_the_device_is_found(tmp_path):
 def test_a_bad_previous_is_one_clear_error_before_the_night_runs(tmp_path, capsys, content):
     bad = tmp_path / "prev.json"
     bad.write_bytes(content)
-    assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == 2
+    assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == ch.EXIT_BROKEN
     err = capsys.readouterr().err
     assert str(bad) in err and not (tmp_path / "out").exists()

@@ -19,10 +19,12 @@ BOARD_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
 BOARD_B = "GPU-bbbbbbbb-1111-2222-3333-444444444444"
 
 SUITE = """
+import pytest
 from pytest_gpuchar.results.judge import Result, Status
 
 FIGURES = {figures!r}
 
+@pytest.mark.hardware       # a hardware test that needs no GPU fixture: it runs, and counts
 def test_figures(gpuchar):
     for key, value, status in FIGURES:
         gpuchar.recorder.add(Result(key, "sm_90", Status(status), value, "B/clk",

@@ -11,8 +11,10 @@ from pytest_gpuchar.results import changes as ch
 from pytest_gpuchar.results.history import open_history
 
 SUITE = """
+import pytest
 from pytest_gpuchar.results.judge import Result, Status
 
+@pytest.mark.hardware       # needs no GPU fixture: it runs, so the night measured something
 def test_value(record):
     record.note(Result("demo.value", "sm_80", Status.MEASURED, {value}, "cycles",
                        provenance={{"uuid": "GPU-night0", "device": "Fake GPU",

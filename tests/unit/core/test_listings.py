@@ -43,7 +43,7 @@ def test_put_then_get_and_a_damaged_entry_is_dropped(tmp_path):
     path = tmp_path / "c" / "ab" / f"{'ab' * 32}.sass.gz"
     path.write_bytes(gzip.compress(b"half")[:10])
     assert cache.get("ab" * 32) is None and not path.exists()
-    assert not [p for p in (tmp_path / "c").rglob(".tmp-*")]
+    assert not [p for p in (tmp_path / "c").rglob(".*")]
 
 
 def test_a_write_that_fails_costs_nothing_but_the_entry(tmp_path, monkeypatch):

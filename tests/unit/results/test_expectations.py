@@ -581,6 +581,35 @@ def test_cli_update_counts_each_key_once(tmp_path, capsys):
     assert "wrote 1 values" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("results, args, says", [
+    ([result("sass.add.u32", None, status="info"), result("sass.div.u32", None,
+                                                           status="invalid")], [],
+     "holds no hardware figure of sm_80, only 1 PTX->SASS mapping notes, 1 probes invalid "
+     "(a run without an sm_80 GPU measures nothing): accept the report of a run on an sm_80 "
+     "GPU"),
+    ([result("latency.add.u32", 4.1, arch="sm_90")], [],
+     "holds no sm_80 result (its archs: sm_90; give --arch)"),
+    ([], [], "holds no result at all"),
+    ([result("latency.add.u32", 4.1)], ["--key", "latency.mul.u32"],
+     "holds no sm_80 result of --key latency.mul.u32"),
+    ([result("latency.add.u32", 4.1, status="unstable"), result("latency.mul.u32", 9.0,
+                                                                 status="invalid")], [],
+     "none of the 2 sm_80 figures of {report} can be written: 1 unstable, 1 probes invalid"),
+])
+def test_cli_update_that_writes_nothing_says_why(tmp_path, capsys, results, args, says):
+    """An offline run's report said "wrote 0 values", exit 0: now exit 1 and the reason."""
+    import json
+    path = write(tmp_path, GOOD)
+    report = tmp_path / "run.json"
+    report.write_text(json.dumps({"results": results}))
+    assert cli.main(["update", "--results", str(report), "--arch", "sm_80",
+                     "--root", str(tmp_path), *args]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.startswith("gpuchar-expectations: nothing written: ")
+    assert says.format(report=report) in out.err
+    assert path.read_text() == GOOD
+
+
 def test_an_oversized_file_is_refused_before_parsing(tmp_path, monkeypatch):
     path = write(tmp_path, GOOD)
     monkeypatch.setattr(E, "MAX_FILE_BYTES", 10)

@@ -137,8 +137,15 @@ def cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy())
 
 
+@pytest.fixture
+def sm_90_tools(need_offline_tools):
+    """These tests read the kernels' real SASS (ptxas + nvdisasm for sm_90): without the
+    `static` extra they skip with its install line."""
+    need_offline_tools("sm_90")
+
+
 @pytest.mark.parametrize("size_id", ["knn-42764", "mm-320x320x640", "hotspot-512x512"])
-def test_prediction_row(cupy, size_id):
+def test_prediction_row(cupy, sm_90_tools, size_id):
     session = FakeSession()
     size = BY_ID[size_id]
     row = run.prediction(session, size, "sm_90")
@@ -169,7 +176,7 @@ def test_prediction_row(cupy, size_id):
     assert predicted.data["predicted_cycles_l2_resident"] < predicted.value
 
 
-def test_a_short_kernel_is_launched_more_often(cupy):
+def test_a_short_kernel_is_launched_more_often(cupy, sm_90_tools):
     """A kernel whose first timed launch ran under SHORT_US gets SHORT_REPEATS timed launches
     (its launches scatter a few percent: the median of 5 moved 1-2.7% night to night); the
     warm-up's time, which includes loading the module, does not decide it."""
@@ -181,7 +188,7 @@ def test_a_short_kernel_is_launched_more_often(cupy):
     assert len(kernel.spans) == run.SHORT_REPEATS
 
 
-def test_whole_kernel_cycles_from_the_stamps(cupy):
+def test_whole_kernel_cycles_from_the_stamps(cupy, sm_90_tools):
     """KNN at 168 blocks on 132 SMs: SMs 0-35 run two blocks (5000 apart, 4000 + 7 warps
     long), the last one finishing at 5000 + 4007 - 100 after its first entry."""
     session = FakeSession()
@@ -190,7 +197,7 @@ def test_whole_kernel_cycles_from_the_stamps(cupy):
     assert m.spans[0].warps == (8, 16) and m.regs == 32 and m.shared == 0
 
 
-def test_a_wrong_output_is_caught(cupy):
+def test_a_wrong_output_is_caught(cupy, sm_90_tools):
     session = FakeSession(wrong=True)
     row = run.prediction(session, BY_ID["knn-42764"], "sm_90")
     assert len(row.checks) == 1 and "differ from the CPU reference" in row.checks[0]
