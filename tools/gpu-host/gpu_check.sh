@@ -21,6 +21,10 @@
 #   bindings   check_bindings.py: the driver calls through cuda-bindings and NVML beside the old
 #              ctypes / nvidia-smi code (JIT cubins byte-identical, launches, occupancy, tensor
 #              maps, NVML's fields); its table in summary.txt, its JSON in logs.tgz
+#   mbarrier   mbarrier_diag.py --sanitize: the wait chains' CUDA error 719 in variants, the
+#              failing ones under compute-sanitizer (issue 33 item 11)
+#   sample     (several GPUs) the whole suite on every GPU at once (replicate), recorded into
+#              $OUT/history.sqlite: each board a fleet sample board; $OUT/sample.json.gz
 #   exits      gpuchar-nightly's exit codes on Table II (issue 30): on the GPU (0-2 expected,
 #              never 4; meta.hardware_ran > 0), the GPU hidden (4, the reason last), and
 #              --static-only (0-3)
@@ -119,6 +123,20 @@ s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(
         --snapshot-update --gpuchar-accept-level=arch -k add -p no:cacheprovider -q > "$LOGS/demo.log" 2>&1
       diff -ru expectations /tmp/exp-demo > "$LOGS/accept-demo.diff"
       echo "demo: $(grep -c '^[-+] ' "$LOGS/accept-demo.diff") changed lines";;
+    mbarrier)
+      OUT="$LOGS" timeout 400 python3 tools/gpu-host/mbarrier_diag.py --sanitize \
+        > "$LOGS/mbarrier.log" 2>&1
+      echo "mbarrier: exit $?"; grep -E "^[a-z_]+ +exit|compute-sanitizer|=========" \
+        "$LOGS/mbarrier.log" | cut -c1-200 | head -40;;
+    sample)
+      n=$(nvidia-smi -L | grep -c '^GPU')
+      timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest tests/characterisation -n "$n" \
+        --gpuchar-distribute=replicate -p no:cacheprovider -q --gpuchar-report "$OUT/sample" \
+        --gpuchar-history "$OUT/history.sqlite" ${GPUCHAR_EXTRA:-} > "$LOGS/sample.txt" 2>&1
+      echo "sample on $n GPUs (replicate): pytest exit $?: $(tail -1 "$LOGS/sample.txt" | cut -c1-160)"
+      python3 -m pytest_gpuchar.cli.history runs --db "$OUT/history.sqlite" 2>&1 | cut -c1-200
+      gzip -c "$OUT/sample/gpuchar-results.json" > "$OUT/sample.json.gz"
+      tar czf "$LOGS/sample-report.tgz" -C "$OUT" sample && rm -rf "$OUT/sample";;
     exits)
       t2=tests/characterisation/test_table_ii_dependency.py
       nightly --out "$OUT/x-gpu" "$t2" > "$LOGS/x-gpu.txt" 2>&1
