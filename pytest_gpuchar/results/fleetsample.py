@@ -7,8 +7,10 @@ the arch's file) is then the range the sampled boards span, widened by a stated 
 boards (UUIDs), the dates and the rule in the entry's provenance. Figures on which every board
 agrees within its noise keep the expectation they have.
 
-The rule (RULE): each board counts with the median of its runs; the range runs from the lowest
-board to the highest; it is judged with a relative tolerance at either end of at least three
+The rule (RULE): each board counts with the median of its runs; the boards the entry already
+spans (provenance.boards) that the sample has no run of count too when the entry was measured
+with the sample's method (a model's range never forgets a board); the range runs from the
+lowest board to the highest; it is judged with a relative tolerance at either end of at least three
 times the within-board run-to-run noise sigma (and never less than the entry's own tolerance).
 Sigma comes from the moves between two runs of one board (the sample's boards with several
 runs, and the moves a declared `noise:` keeps): their RMS over sqrt(2), a move being the
@@ -32,7 +34,8 @@ MIN_BOARDS = 3              # fewer boards say too little about a model's spread
 NOISE_MIN_MOVES = E.NOISE_MIN_MOVES
 ABS_RESOLUTION = {"cycles": 0.5, "cycles/op": 0.5}   # what a cycle count resolves
 TOL_STEP = 0.001            # tolerances are rounded up to 0.1%
-RULE = (f"range: lowest to highest board of the sample (each board the median of its runs); "
+RULE = (f"range: lowest to highest board of the sample (each board the median of its runs) "
+        f"and of the boards the entry spanned with the same method; "
         f"tolerance at either end: the larger of {SIGMAS} x the within-board run-to-run "
         f"noise sigma (RMS of two-run moves / sqrt 2, else the median relative spread over "
         f"launches) and the entry's own")
@@ -77,6 +80,7 @@ class Derived:
     boards: dict[str, float]
     dates: tuple[str, str]
     method: str
+    kept: list[str] = field(default_factory=list)   # the entry's boards the sample had no run of
 
     @property
     def spread_rel(self) -> float:
@@ -138,6 +142,8 @@ def derive(fig: Figure, old: dict) -> Derived:
     """The sample's range of one figure under RULE; `old` is the entry it would replace (its
     tolerance is the floor, its declared noise's moves count towards sigma)."""
     vals = fig.board_values()
+    kept = kept_boards(fig, old, set(vals))
+    vals.update(kept)
     declared = [float(m) for ms in ((old.get("noise") or {}).get("boards") or {}).values()
                 for m in (ms if isinstance(ms, list) else [ms])]
     s, basis = sigma(fig, declared)
@@ -151,12 +157,26 @@ def derive(fig: Figure, old: dict) -> Derived:
     return Derived(fig.key, fig.unit, len(vals), sum(len(v) for v in fig.boards.values()),
                    lo, hi, med, s, basis, dependent, {k: tol[k] for k in sorted(tol) if tol[k]},
                    {b[:12]: E._rounded(v) for b, v in sorted(vals.items())},
-                   (dates[0], dates[-1]), fig.method)
+                   (dates[0], dates[-1]), fig.method, sorted(kept))
+
+
+def kept_boards(fig: Figure, old: dict, sampled: set[str]) -> dict[str, float]:
+    """The boards the entry already spans (provenance.boards) that the sample has no run of:
+    kept when the entry was measured with the sample's method (a model's range never forgets
+    a board it has seen), left out when the method has changed since (their figures measured
+    something else)."""
+    boards = (old.get("provenance") or {}).get("boards") or {}
+    if not boards or str(old.get("method", "")) != fig.method:
+        return {}
+    short = {b[:12] for b in sampled}
+    return {str(b): float(v) for b, v in boards.items()
+            if str(b)[:12] not in short and E._finite(v)}
 
 
 def fleet_provenance(d: Derived, model: str) -> dict:
     return {"device": model, "boards": d.boards,
             "fleet": {"rule": RULE, "boards": d.n_boards, "runs": d.n_runs,
+                      **({"kept_from_entry": d.kept} if d.kept else {}),
                       "dates": list(d.dates), "sigma_rel": round(d.sigma_rel, 5),
                       "sigma_basis": d.sigma_basis, "spread_rel": round(d.spread_rel, 5)}}
 
@@ -253,7 +273,8 @@ def lines(plan: Plan, model: str) -> list[str]:
         if was:
             grew = (d.high - d.low) - (float(was[1]) - float(was[0]))
             wider = f", span {'+' if grew >= 0 else ''}{grew:.4g} {d.unit}"
+        kept = f", {len(d.kept)} kept from the entry" if d.kept else ""
         out.append(f"  {key}: {was_txt} -> {d.low:g}-{d.high:g} {d.unit} over {d.n_boards} "
-                   f"boards ({d.n_runs} runs; boards {d.spread_rel:.2%} apart, sigma "
+                   f"boards ({d.n_runs} runs{kept}; boards {d.spread_rel:.2%} apart, sigma "
                    f"{d.sigma_rel:.2%}: {d.sigma_basis}; tolerance {d.tolerance}{wider})")
     return out

@@ -151,3 +151,17 @@ def test_the_fleet_command_takes_its_sample_from_a_history_store(root, tmp_path,
     assert "1 board-dependent figures" in out
     assert cli.main([*args, "--history", str(tmp_path / "nope.sqlite")]) == 2
     assert "nope.sqlite: no such file" in capsys.readouterr().err
+
+
+def test_boards_the_entry_spans_stay_when_measured_the_same_way(root):
+    """A model's range never forgets a board: the entry's boards that the sample has no run
+    of are kept when the entry's method is the sample's, left out when it is another."""
+    fig = F.collect(SAMPLE, "sm_90", MODEL)["l2.gpu"]
+    old = {"method": "m", "tolerance": {"rel": 0.02},
+           "provenance": {"boards": {"GPU-c0d1af1c": 4100.0, board(0)[:12]: 1.0}}}
+    d = F.derive(fig, old)
+    assert d.kept == ["GPU-c0d1af1c"] and d.n_boards == 11 and d.high == 4100.0
+    assert d.boards[board(0)[:12]] != 1.0          # the sample's own run wins for its board
+    assert F.fleet_provenance(d, MODEL)["fleet"]["kept_from_entry"] == ["GPU-c0d1af1c"]
+    other = F.derive(fig, dict(old, method="an older method"))
+    assert other.kept == [] and other.n_boards == 10
