@@ -72,6 +72,7 @@ class GpuCharSession:
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     _device: Any = None
     _gpu: Any = None
+    _runner: Any = None
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> "GpuCharSession":
@@ -123,6 +124,14 @@ class GpuCharSession:
             self.builds.jit_cache.device_index = dev.index
             self._gpu = Gpu(dev, self.builds.jit_cache, self.watchdog_s)
         return self._gpu
+
+    @property
+    def runner(self):
+        """The launch stage of this session's GPU (core.runner.Runner)."""
+        if self._runner is None:
+            from .core.runner import Runner
+            self._runner = Runner(self.gpu)
+        return self._runner
 
     def archs(self) -> list[str]:
         """The archs this run covers."""

@@ -1,6 +1,8 @@
 """Where a run's wall time goes: seconds the test thread spent blocked, by what it waited for
-(the driver's JIT, an offline assembly, the GPU), in total and per test. Pure bookkeeping: a
-thread-safe accumulator the build and launch layers feed and the report reads."""
+(the driver's JIT, an offline assembly, the GPU), in total and per test; and the GPU-busy
+seconds the launch stage measured with CUDA events (what the GPU spent running the tests'
+kernels), per test. Pure bookkeeping: a thread-safe accumulator the build and launch layers
+feed and the report reads."""
 from __future__ import annotations
 
 import threading
@@ -15,6 +17,7 @@ GPU = "gpu"            # waiting for launched kernels to finish
 _lock = threading.Lock()
 _total: dict[str, float] = defaultdict(float)
 _tests: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+_busy: dict[str, float] = defaultdict(float)     # test -> GPU-busy seconds
 _current = {"test": ""}
 
 
@@ -36,6 +39,18 @@ def blocked(kind: str):
             _tests[_current["test"]][kind] += dt
 
 
+def charge_busy(seconds: float) -> None:
+    """Add GPU-busy seconds (the events of launched kernels) to the current test."""
+    with _lock:
+        _busy[_current["test"]] += seconds
+
+
+def busy() -> dict[str, float]:
+    """test -> GPU-busy seconds ("" : outside any test)."""
+    with _lock:
+        return dict(_busy)
+
+
 def summary(top: int = 12) -> dict:
     """{"total": {kind: s}, "tests": [{test, kind: s, ...}] the `top` most blocked tests}."""
     with _lock:
@@ -50,4 +65,5 @@ def reset() -> None:
     with _lock:
         _total.clear()
         _tests.clear()
+        _busy.clear()
         _current["test"] = ""

@@ -8,9 +8,23 @@ import numpy as np
 import pytest
 
 
+class FakeEvent:
+    """A CUDA event that is always done; record() stamps it with a clock that advances by a
+    microsecond per record, so two events' elapsed time is known."""
+    clock = 0
+    done = True
+
+    def __init__(self):
+        self.t = None
+
+    def record(self):
+        FakeEvent.clock += 1
+        self.t = FakeEvent.clock
+
+
 class FakeCupy:
     """numpy in place of CuPy for the topics' runs on a fake GPU: arrays with .get(), the
-    driver error type, events that are always done."""
+    driver error type, events that are always done (1 us between two records)."""
 
     class Array(np.ndarray):
         def get(self):
@@ -22,7 +36,7 @@ class FakeCupy:
     def __init__(self):
         self.cuda = types.SimpleNamespace(
             driver=types.SimpleNamespace(CUDADriverError=self.CUDADriverError),
-            Event=lambda: types.SimpleNamespace(record=lambda: None, done=True))
+            Event=FakeEvent, get_elapsed_time=lambda a, b: (b.t - a.t) * 1e-3)
 
     def asarray(self, x):
         return np.asarray(x).view(self.Array)
