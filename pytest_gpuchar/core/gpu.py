@@ -1,20 +1,18 @@
-"""Launching on the GPU: every launch of a session goes through one ``Gpu``, which enqueues
-kernels, waits for them under the watchdog, and remembers a hang (the GPU is then wedged and
-every later launch is refused, so the remaining hardware tests skip instead of hanging too).
-CuPy is imported only here and in jit.py, and only when something launches.
+"""The GPU of a session: ``Gpu`` enqueues one kernel, waits for a stream's work under the
+watchdog, and remembers a hang (the GPU is then wedged and every later launch is refused, so
+the remaining hardware tests skip instead of hanging too). Measurements launch through the
+launch stage (core.runner), which launches through this. CuPy is imported only in the core,
+and only when something launches.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 
-from . import ptx, timing, values
+from . import ptx, timing
 from .device import DeviceInfo
 from .jit import Compiled, JitCache
-from .probe import Probe
 
 DEFAULT_REPEATS = 7
 DEFAULT_WATCHDOG_S = 20.0
@@ -86,12 +84,6 @@ class Gpu:
         except cp.cuda.driver.CUDADriverError as e:
             raise LaunchRefused(f"{name}: launch refused: {e}") from e
 
-    def repeat(self, fn, grid: tuple, block: tuple, args: Callable[[int], tuple], repeats: int,
-               *, name: str, shared_mem: int = 0) -> None:
-        """Enqueue 1 + `repeats` launches (the first is the warm-up), launch r with args(r)."""
-        for r in range(repeats + 1):
-            self.launch(fn, grid, block, args(r), name=name, shared_mem=shared_mem)
-
     def wait(self, name: str, timeout_s: float | None = None) -> None:
         """Wait for everything launched so far on the current stream, under the watchdog."""
         import cupy as cp
@@ -117,24 +109,6 @@ class Gpu:
                 raise ProbeHang(f"watchdog: probe {name} did not finish within {limit:g} s; the "
                                 f"GPU is considered wedged, remaining hardware tests are skipped")
             time.sleep(0.0005)
-
-    # --- the operand-frame probes (instruction tables) ------------------------------------
-    def cycles(self, probe: Probe, compiled: Compiled, repeats: int,
-               threads: int = 1) -> dict[int, list[int]]:
-        """Launch each chain length of an operand-frame probe 1 + `repeats` times (one batch,
-        one wait): chain length -> thread 0's cycles per repeat (warm-up dropped)."""
-        import cupy as cp
-        outs, keep = {}, []   # input buffers stay alive until the launches have run
-        for n, entry in probe.entries.items():
-            fn = compiled.function(entry)
-            d_in = cp.asarray(np.frombuffer(values.input_buffer(probe.inputs[n]), np.uint8))
-            out = cp.zeros((repeats + 1, probe.out_slots.get(n, 1) * threads), dtype=np.int64)
-            keep.append(d_in)
-            self.repeat(fn, (1,), (threads,), lambda r: (out[r], d_in, np.uint32(PASSES)),
-                        repeats, name=probe.name)
-            outs[n] = out
-        self.wait(probe.name)
-        return {n: [int(v) for v in out[1:, 0].get()] for n, out in outs.items()}
 
     # --- clock ----------------------------------------------------------------------------
     def sm_clock_mhz(self, iters: int = 2_000_000) -> float:

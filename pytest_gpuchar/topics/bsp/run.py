@@ -1,5 +1,5 @@
 """The Many-BSP predictions on the GPU: each kernel JIT-linked by the driver (the topic's one
-module), its SASS verified (probe.check), launched through session.gpu on deterministic
+module), its SASS verified (session.verify), launched through session.runner on deterministic
 inputs, its output checked against a CPU reference, its whole-kernel cycles read from the
 stamps; the prediction made from the kernel's PTX and this device's Table 1-8 parameters
 (this session's results, else the expectation files'); the three figures as a Measured row.
@@ -16,6 +16,7 @@ import numpy as np
 
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
+from ...core.runner import Launch, Plan
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, model, params
 from .kernels import REC_WORDS, KernelProbe
@@ -179,35 +180,27 @@ class KernelRun:
     reps: int
 
 
+def short_kernel(r: int, ms: float, reps: int) -> int:
+    """After launch r (0: the warm-up) of `ms`: a kernel whose first timed launch took under
+    SHORT_US is launched SHORT_REPEATS times."""
+    return max(reps, SHORT_REPEATS) if r == 1 and ms * 1000.0 < SHORT_US else reps
+
+
 def measure(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
     """JIT (the topic's module), verify the driver's SASS, launch 1 + repeats times (each
-    under the watchdog), check the output, read the stamps."""
-    import cupy as cp
-    gpu = session.gpu
+    waited for under the watchdog and timed by its events), check the output, read the
+    stamps."""
     probe = kernels.probe(size.app, arch)
     built = _built(session, probe)
     session.verify(probe, built.functions)
     fn = built.compiled.function(probe.entry)
-    reps = repeats(session)
     job = BUFFERS[size.app](size, analysis.rng(size))
     warps = size.n_b * -(-size.n_t // 32)
-    recs = cp.zeros((max(reps, SHORT_REPEATS) + 1, warps, REC_WORDS), dtype=np.uint64)
-    wall = []
-    r = 0
-    while r <= reps:
-        a, b = cp.cuda.Event(), cp.cuda.Event()
-        a.record()
-        gpu.launch(fn, size.grid, size.block, (*job.args, recs[r]), name=probe.name)
-        b.record()
-        gpu.poll(b, probe.name)
-        us = cp.cuda.get_elapsed_time(a, b) * 1000.0
-        if r:
-            wall.append(us)
-        if r == 1 and us < SHORT_US:
-            reps = max(reps, SHORT_REPEATS)
-        r += 1
-    gpu.wait(probe.name)
-    host = recs[1:reps + 1].get()       # the stamps of the timed launches that ran
+    out = session.runner.measure(Plan(
+        probe.name, {size.id: fn}, Launch(size.grid, size.block),
+        lambda _: (lambda r, rec: (*job.args, rec)), repeats(session),
+        record=(warps, REC_WORDS), capacity=SHORT_REPEATS, sync_each=True, more=short_kernel))
+    host = out.timed(size.id)           # the stamps of the timed launches that ran
     spans = [analysis.launch_span(h) for h in host]
     checks = job.check()
     if any(s.unwritten for s in spans):
@@ -217,7 +210,8 @@ def measure(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
                      _attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
                      _attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
                      probe.snapshot_text(built.functions), checks,
-                     float(statistics.median(wall)), reps)
+                     float(statistics.median(ms * 1000.0 for ms in out.timed_ms(size.id))),
+                     len(host))
 
 
 def measured(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:

@@ -1,5 +1,5 @@
 """DPX on the GPU: the topic's module JIT-linked by the driver once (Group "dpx"), each probe's
-driver SASS verified, launched through session.gpu and fitted once per session; the latency
+driver SASS verified, launched through session.runner and fitted once per session; the latency
 of a dependent chain (its stored results checked against the CPU reference) and the calls
 per clock per SM of the whole-GPU loop, as Measured rows for the hardware_row step."""
 from __future__ import annotations
@@ -13,13 +13,14 @@ from ...core import archs
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.gpu import PASSES
+from ...core.runner import Launch, Plan
 from ...results.judge import Measured, Measurement, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BLOCK, BLOCKS_PER_SM, REC_WORDS, DpxProbe, LoopProbe
 from .rows import DpxRow
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
+    from ...core.runner import Runner
     from ...fixtures import Checked
     from ...session import GpuCharSession
 
@@ -76,22 +77,25 @@ class ChainRun:
         return fit(self.cycles, self.probe.ops, spread_abs=0.5, spread_rel=0.01)
 
 
-def launch_chain(gpu: "Gpu", probe: DpxProbe, compiled, repeats: int) -> tuple[dict, dict, dict]:
-    """1 + `repeats` one-thread launches per chain length (one batch, one wait): (cycles
-    per repeat, the last launch's out slots, the input words) per length."""
+def chain_plan(probe: DpxProbe, compiled, repeats: int, words: dict) -> Plan:
+    """1 + `repeats` one-thread launches per chain length (one batch, one wait); each
+    length's input words (drawn into `words`) uploaded before its records are allocated."""
     import cupy as cp
-    outs, words, keep = {}, {}, []
-    for n, entry in probe.entries.items():
+
+    def args(n):
         words[n] = analysis.input_words(len(probe.inputs[n]))
         d_in = cp.asarray(words[n])
-        out = cp.zeros((repeats + 1, probe.out_slots[n]), dtype=np.int64)
-        keep.append(d_in)
-        gpu.repeat(compiled.function(entry), (1,), (1,),
-                   lambda r, o=out, d=d_in: (o[r], d, np.uint32(PASSES)), repeats,
-                   name=probe.name)
-        outs[n] = out
-    gpu.wait(probe.name)
-    host = {n: o.get() for n, o in outs.items()}
+        return lambda r, rec: (rec, d_in, np.uint32(PASSES))
+    return Plan(probe.name, {n: compiled.function(e) for n, e in probe.entries.items()},
+                Launch((1,), (1,)), args, repeats, record=lambda n: (probe.out_slots[n],),
+                dtype=np.int64)
+
+
+def launch_chain(runner: "Runner", probe: DpxProbe, compiled,
+                 repeats: int) -> tuple[dict, dict, dict]:
+    """(cycles per repeat, the last launch's out slots, the input words) per length."""
+    words: dict = {}
+    host = runner.measure(chain_plan(probe, compiled, repeats, words)).raw
     return ({n: [int(v) for v in h[1:, 0]] for n, h in host.items()},
             {n: h[-1] for n, h in host.items()}, words)
 
@@ -105,7 +109,8 @@ def chain_run(session: "GpuCharSession", row: DpxRow, arch: str) -> ChainRun:
         gpu.ensure_alive(probe.name)
         built = session.builds.jit(probe, gpu.dev)
         verdict = session.verify(probe, built.functions)
-        cycles, outputs, words = launch_chain(gpu, probe, built.compiled, session.repeats)
+        cycles, outputs, words = launch_chain(session.runner, probe, built.compiled,
+                                              session.repeats)
         return ChainRun(probe, built, cycles, outputs, words, dict(verdict.unit))
     return session.runs.once(("dpx", "latency", row.name, arch, probe.digest), make)
 
@@ -148,26 +153,25 @@ class LoopRun:
     wall_ms: dict = field(default_factory=dict)
 
 
-def launch_loop(gpu: "Gpu", probe: LoopProbe, compiled, repeats: int,
+def launch_loop(runner: "Runner", probe: LoopProbe, compiled, repeats: int,
                 trips: tuple[int, ...] = TRIPS) -> tuple[dict, int]:
-    """1 + `repeats` whole-GPU launches per trip count (the first a warm-up), one wait:
-    (trip -> (repeats, warps, 3) records, dynamic shared memory per block)."""
+    """1 + `repeats` whole-GPU launches per trip count (the first a warm-up), every trip
+    count's records allocated first, one wait: (trip -> (repeats, warps, 3) records, dynamic
+    shared memory per block)."""
     import cupy as cp
-    blocks = gpu.dev.sm_count * BLOCKS_PER_SM
+    dev = runner.gpu.dev
+    blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
-    smem = analysis.dynamic_smem(gpu.dev.shared_per_sm, BLOCKS_PER_SM)
+    smem = analysis.dynamic_smem(dev.shared_per_sm, BLOCKS_PER_SM)
     words = analysis.input_words(32 * max(1, len(probe.inputs[probe.length])))
     d_in = cp.asarray(words)
     d_res = cp.zeros(threads * probe.out_slots[probe.length], dtype=np.uint64)
-    recs = {t: cp.zeros((repeats + 1, threads // 32, REC_WORDS), dtype=np.uint64)
-            for t in trips}
     fn = compiled.function(probe.entry)
-    for t in trips:
-        gpu.repeat(fn, (blocks,), (BLOCK,),
-                   lambda r, t=t: (recs[t][r], d_res, d_in, np.uint32(t)), repeats,
-                   name=probe.name, shared_mem=smem)
-    gpu.wait(probe.name)
-    return {t: recs[t].get()[1:] for t in trips}, smem
+    out = runner.measure(Plan(
+        probe.name, {t: fn for t in trips}, Launch((blocks,), (BLOCK,), smem=smem),
+        lambda t: (lambda r, rec: (rec, d_res, d_in, np.uint32(t))), repeats,
+        record=(threads // 32, REC_WORDS), upfront=True))
+    return {t: out.timed(t) for t in trips}, smem
 
 
 def loop_run(session: "GpuCharSession", row: DpxRow, arch: str) -> LoopRun:
@@ -179,7 +183,7 @@ def loop_run(session: "GpuCharSession", row: DpxRow, arch: str) -> LoopRun:
         built = session.builds.jit(probe, gpu.dev)
         verdict = session.verify(probe, built.functions)
         reps = max(3, min(session.repeats, 5))
-        records, smem = launch_loop(gpu, probe, built.compiled, reps)
+        records, smem = launch_loop(session.runner, probe, built.compiled, reps)
         warps_per_sm = BLOCKS_PER_SM * BLOCK // 32
         calls = {t: float(warps_per_sm * 32 * t * probe.ops[probe.length]) for t in records}
         return LoopRun(probe, built, analysis.rate(records, calls), dict(verdict.unit),

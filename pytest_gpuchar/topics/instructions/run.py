@@ -12,6 +12,7 @@ from ...core import sass, sassdiff, toolchain
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
+from ...core.runner import frame_plan, thread0_cycles
 from ...core.verify import ProbeInvalid, Verdict
 from ...results.judge import Measured, Measurement, Result, Status
 from . import kernels, rows
@@ -69,7 +70,8 @@ def measured(session: "GpuCharSession", probe: Probe) -> Run:
         gpu.ensure_alive(probe.name)
         built = session.builds.jit(probe, gpu.dev)
         verdict = session.verify(probe, built.functions, f"jit-driver-{gpu.dev.driver}")
-        return Run(built, verdict, gpu.cycles(probe, built.compiled, session.repeats))
+        records = session.runner.measure(frame_plan(probe, built.compiled, session.repeats))
+        return Run(built, verdict, thread0_cycles(records))
     return session.runs.once(("instructions", probe.name, probe.arch, probe.digest), make)
 
 

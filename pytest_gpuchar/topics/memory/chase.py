@@ -1,7 +1,7 @@
-"""The memory suite on the GPU: ``MemoryGpu`` is its state for one pytest session (made once
-through session.runs): the memory module JIT-linked once by the driver, each probe's SASS
-verified in it, one device buffer sized for the device-memory footprint and reused by every
-global chase. Every launch goes through the session's Gpu; every launch's end pointer is
+"""The memory suite on the GPU: the memory module JIT-linked once by the driver, each probe's
+SASS verified in it (the verification door), one device buffer sized for the device-memory
+footprint and reused by every global chase (all made once per session through session.runs).
+Every chase launches through the session's launch stage; every launch's end pointer is
 checked against the host's walk of the same chain."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
+from ...core.runner import Launch, Plan
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import ChainError, Layout, random_layout, sequential_layout
@@ -49,148 +50,148 @@ class Placed:
     keep: object = None
 
 
-class MemoryGpu:
-    """The memory suite's GPU state for one pytest session (see the module docstring)."""
+def geometry_of(session: "GpuCharSession") -> Geometry:
+    """The device's memory geometry (sizes of the levels, the sweep's footprints)."""
+    return session.runs.once(("memory", "geometry"), lambda: geometry(session.gpu.dev))
 
-    def __init__(self, session: "GpuCharSession") -> None:
-        self.gpu = session.gpu
-        self.dev = self.gpu.dev
-        self.geo: Geometry = geometry(self.dev)
-        (_, text, name), = kernels.group(self.dev.arch).parts()
-        self.compiled, self.functions = session.builds.jit_module(self.dev, text, name)
-        self._buf = None
-        self._verified: dict[str, dict] = {}
 
-    def verified(self, probe: Probe) -> dict:
-        """Verify the probe's timed regions in the driver's own SASS (once); its unit."""
-        if probe.name not in self._verified:
-            self._verified[probe.name] = dict(probe.check(self.functions).unit)
-        return self._verified[probe.name]
+def module(session: "GpuCharSession") -> tuple:
+    """(Compiled, kernel name -> SASS) of the memory module as the driver linked it (once)."""
+    def make():
+        dev = session.gpu.dev
+        (_, text, name), = kernels.group(dev.arch).parts()
+        return session.builds.jit_module(dev, text, name)
+    return session.runs.once(("memory", "module"), make)
 
-    def buffer(self):
-        import cupy as cp
-        if self._buf is None:
-            size = self.geo.dram_footprint()[0]
-            self._buf = cp.zeros(size // 8, dtype=np.uint64)
-        return self._buf
 
-    def flush_l2(self) -> None:
-        """Evict the L2 by writing a scratch buffer of twice its size."""
-        import cupy as cp
-        scratch = cp.empty(2 * self.geo.l2_bytes // 8, dtype=np.uint64)
-        scratch.fill(1)
-        del scratch
+def verified(session: "GpuCharSession", probe: Probe) -> dict:
+    """The probe's timed regions verified in the driver's own SASS (the verification door,
+    once): its unit."""
+    return session.runs.once(("memory", "verified", probe.name), lambda: dict(
+        session.verify(probe, module(session)[1]).unit))
 
-    def _upload(self, lay: Layout, offset: int = 0) -> int:
-        import cupy as cp
-        buf = self.buffer()
-        if offset + lay.footprint > buf.nbytes:
-            raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
-                             f"buffer ({buf.nbytes} B)")
-        base, words, pointers = chain_words(lay, int(buf.data.ptr), offset)
-        buf[cp.asarray(words)] = cp.asarray(pointers)
-        return base
 
-    def _place(self, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
-               offset: int = 0) -> Placed:
-        """Global chains are uploaded to the buffer at `offset` (then the L2 flushed if asked:
-        the upload itself left the last-written lines in it); shared chains are copied into
-        shared memory by the kernel; the const chain is in the PTX."""
-        import cupy as cp
-        if probe.space == Space.GLOBAL:
-            base = self._upload(lay, offset)
-            if flush:
-                self.flush_l2()
-            return Placed(base)
-        if probe.space == Space.SHARED:
-            if lay.footprint > SMEM_BYTES:
-                raise ChainError(f"shared chain of {lay.footprint} B > {SMEM_BYTES} B")
-            words = np.zeros(SMEM_BYTES // 4, dtype=np.uint32)
-            words[(lay.word_index() * 2)] = (lay.nxt * lay.stride).astype(np.uint32)
-            keep = cp.asarray(words)
-            return Placed(0, int(keep.data.ptr), int(lay.footprint // 4), keep)
-        return Placed()
+def buffer(session: "GpuCharSession"):
+    """The device buffer every global chase shares, sized for the device-memory footprint."""
+    return session.runner.buffer("memory.chase", geometry_of(session).dram_footprint()[0])
 
-    def chase(self, probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
-              warm: Warm = Warm.EVERY, lengths: dict[int, int] | None = None,
-              flush: bool | None = None, offset: int = 0) -> ChaseRun:
-        """Launch the probe's kernels on `lay`, 1 + `repeats` times per length, each launch
-        continuing the chain where the last one stopped (``lay.cursor``). warm: EVERY (walk
-        the whole cycle before every timed chain), FIRST (only before the first launch: levels
-        that persist across launches, the L2), NONE. `flush` (default: when warm is NONE)
-        evicts the L2 after the upload. `lengths`: steps timed per length (default the
-        probe's ops). `offset`: where in the buffer a global chain lies."""
-        import cupy as cp
-        self.gpu.ensure_alive(probe.name)
-        self.verified(probe)
-        at = self._place(probe, lay, warm == Warm.NONE if flush is None else flush, offset)
-        stuck = probe.flavour == "shared_st_ld"   # st [p], p: the chain stays put
-        state = cp.asarray(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
-        lengths = lengths or dict(probe.ops)
-        outs, expect = {}, []
-        pos, first = lay.cursor, True
-        for n in sorted(lengths):
-            fn = self.compiled.function(probe.entries[n])
-            out = cp.zeros((repeats + 1, 3), dtype=np.uint64)
-            for r in range(repeats + 1):
-                w = lay.n if (warm == Warm.EVERY or (warm == Warm.FIRST and first)) else 0
-                first = False
-                self.gpu.launch(fn, (1,), (1,), (out[r], state, np.uint32(w),
-                                                 np.uint32(lengths[n]), np.uint64(at.init),
-                                                 np.uint32(at.words)), name=probe.name)
-                if not stuck:
-                    pos = lay.walk(pos, w + lengths[n])
-                expect.append((n, r, at.base + pos * lay.stride))
-            outs[n] = out
-        self.gpu.wait(probe.name)
-        host = {n: out.get() for n, out in outs.items()}
-        self._check_ends(probe, lay, host, expect)
-        del at
-        lay.cursor = pos
-        return ChaseRun(probe, {n: [int(v) for v in host[n][1:, 0]] for n in host},
-                        dict(lengths), lay.footprint, lay.n,
-                        sum(lengths[n] * (repeats + 1) for n in lengths),
-                        sorted({int(v) for n in host for v in host[n][:, 2]}))
 
-    @staticmethod
-    def _check_ends(probe: Probe, lay: Layout, host: dict, expect: list) -> None:
-        for n, r, want in expect:
-            got = int(host[n][r, 1])
-            if got != want:
-                raise ChainError(
-                    f"{probe.name}: launch {r} of length {n} ended at {got:#x}, the host's walk "
-                    f"of the same chain at {want:#x}: the chase did not visit the intended "
-                    f"lines (footprint {lay.footprint} B, {lay.n} pointers)")
+def flush_l2(session: "GpuCharSession") -> None:
+    """Evict the L2 by writing a scratch buffer of twice its size."""
+    session.runner.evict_l2_by_writing(geometry_of(session).l2_bytes)
 
-    def bank(self, row: BankRow, *, repeats: int) -> ChaseRun:
-        """One warp's conflicted chase (Table 10 row); thread 0's cycles; every thread's end
-        offset checked."""
-        import cupy as cp
-        probe = kernels.bank_probe(row, self.dev.arch)
-        self.verified(probe)
-        words, starts = bank_layout(row)
-        d_words = cp.asarray(words)
-        state = cp.asarray(starts)
-        outs = {}
-        for n in CHAIN_LENGTHS:
-            fn = self.compiled.function(probe.entries[n])
-            out = cp.zeros((repeats + 1, 32 * 3), dtype=np.uint64)
-            self.gpu.repeat(fn, (1,), (32,), lambda r, out=out: (
-                out[r], state, np.uint64(d_words.data.ptr), np.uint32(len(words))), repeats,
-                name=probe.name)
-            outs[n] = out
-        self.gpu.wait(probe.name)
-        cycles = {}
-        for n, out in outs.items():
-            h = out.get().reshape(repeats + 1, 32, 3)
-            for t in range(32):
-                want = bank_end(row, t, n)
-                if int(h[0, t, 1]) != want:
-                    raise ChainError(f"{probe.name} {row.name}: thread {t} ended at offset "
-                                     f"{int(h[0, t, 1])}, expected {want}")
-            cycles[n] = [int(v) for v in h[1:, 0, 0]]
-        return ChaseRun(probe, cycles, {n: n for n in CHAIN_LENGTHS},
-                        BANK_POSITIONS * bank_block(row), BANK_POSITIONS * 32, 0, [])
+
+def _upload(session: "GpuCharSession", lay: Layout, offset: int = 0) -> int:
+    import cupy as cp
+    buf = buffer(session)
+    if offset + lay.footprint > buf.nbytes:
+        raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
+                         f"buffer ({buf.nbytes} B)")
+    base, words, pointers = chain_words(lay, int(buf.data.ptr), offset)
+    buf[cp.asarray(words)] = cp.asarray(pointers)
+    return base
+
+
+def _place(session: "GpuCharSession", probe: kernels.ChaseProbe, lay: Layout, flush: bool,
+           offset: int = 0) -> Placed:
+    """Global chains are uploaded to the buffer at `offset` (then the L2 flushed if asked:
+    the upload itself left the last-written lines in it); shared chains are copied into
+    shared memory by the kernel; the const chain is in the PTX."""
+    import cupy as cp
+    if probe.space == Space.GLOBAL:
+        base = _upload(session, lay, offset)
+        if flush:
+            flush_l2(session)
+        return Placed(base)
+    if probe.space == Space.SHARED:
+        if lay.footprint > SMEM_BYTES:
+            raise ChainError(f"shared chain of {lay.footprint} B > {SMEM_BYTES} B")
+        words = np.zeros(SMEM_BYTES // 4, dtype=np.uint32)
+        words[(lay.word_index() * 2)] = (lay.nxt * lay.stride).astype(np.uint32)
+        keep = cp.asarray(words)
+        return Placed(0, int(keep.data.ptr), int(lay.footprint // 4), keep)
+    return Placed()
+
+
+def chase(session: "GpuCharSession", probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
+          warm: Warm = Warm.EVERY, lengths: dict[int, int] | None = None,
+          flush: bool | None = None, offset: int = 0) -> ChaseRun:
+    """Launch the probe's kernels on `lay`, 1 + `repeats` times per length, each launch
+    continuing the chain where the last one stopped (``lay.cursor``). warm: EVERY (walk the
+    whole cycle before every timed chain), FIRST (only before the first launch: levels that
+    persist across launches, the L2), NONE. `flush` (default: when warm is NONE) evicts the
+    L2 after the upload. `lengths`: steps timed per length (default the probe's ops).
+    `offset`: where in the buffer a global chain lies."""
+    import cupy as cp
+    session.gpu.ensure_alive(probe.name)
+    verified(session, probe)
+    at = _place(session, probe, lay, warm == Warm.NONE if flush is None else flush, offset)
+    stuck = probe.flavour == "shared_st_ld"   # st [p], p: the chain stays put
+    state = cp.asarray(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
+    lengths = lengths or dict(probe.ops)
+    compiled = module(session)[0]
+    expect: list = []
+    walk = {"pos": lay.cursor, "first": True}
+
+    def args(n: int):
+        def one(r: int, rec) -> tuple:
+            w = lay.n if (warm == Warm.EVERY or (warm == Warm.FIRST and walk["first"])) else 0
+            walk["first"] = False
+            if not stuck:
+                walk["pos"] = lay.walk(walk["pos"], w + lengths[n])
+            expect.append((n, r, at.base + walk["pos"] * lay.stride))
+            return (rec, state, np.uint32(w), np.uint32(lengths[n]), np.uint64(at.init),
+                    np.uint32(at.words))
+        return one
+    out = session.runner.measure(Plan(
+        probe.name, {n: compiled.function(probe.entries[n]) for n in sorted(lengths)},
+        Launch((1,), (1,)), args, repeats, record=(3,)))
+    host = out.raw
+    _check_ends(probe, lay, host, expect)
+    del at
+    lay.cursor = walk["pos"]
+    return ChaseRun(probe, {n: [int(v) for v in host[n][1:, 0]] for n in host},
+                    dict(lengths), lay.footprint, lay.n,
+                    sum(lengths[n] * (repeats + 1) for n in lengths),
+                    sorted({int(v) for n in host for v in host[n][:, 2]}))
+
+
+def _check_ends(probe: Probe, lay: Layout, host: dict, expect: list) -> None:
+    for n, r, want in expect:
+        got = int(host[n][r, 1])
+        if got != want:
+            raise ChainError(
+                f"{probe.name}: launch {r} of length {n} ended at {got:#x}, the host's walk "
+                f"of the same chain at {want:#x}: the chase did not visit the intended "
+                f"lines (footprint {lay.footprint} B, {lay.n} pointers)")
+
+
+def bank(session: "GpuCharSession", row: BankRow, *, repeats: int) -> ChaseRun:
+    """One warp's conflicted chase (Table 10 row); thread 0's cycles; every thread's end
+    offset checked."""
+    import cupy as cp
+    probe = kernels.bank_probe(row, session.gpu.dev.arch)
+    verified(session, probe)
+    words, starts = bank_layout(row)
+    d_words = cp.asarray(words)
+    state = cp.asarray(starts)
+    compiled = module(session)[0]
+    out = session.runner.measure(Plan(
+        probe.name, {n: compiled.function(probe.entries[n]) for n in CHAIN_LENGTHS},
+        Launch((1,), (32,)),
+        lambda n: (lambda r, rec: (rec, state, np.uint64(d_words.data.ptr),
+                                   np.uint32(len(words)))), repeats, record=(32 * 3,)))
+    cycles = {}
+    for n in CHAIN_LENGTHS:
+        h = out.raw[n].reshape(repeats + 1, 32, 3)
+        for t in range(32):
+            want = bank_end(row, t, n)
+            if int(h[0, t, 1]) != want:
+                raise ChainError(f"{probe.name} {row.name}: thread {t} ended at offset "
+                                 f"{int(h[0, t, 1])}, expected {want}")
+        cycles[n] = [int(v) for v in h[1:, 0, 0]]
+    return ChaseRun(probe, cycles, {n: n for n in CHAIN_LENGTHS},
+                    BANK_POSITIONS * bank_block(row), BANK_POSITIONS * 32, 0, [])
 
 
 # --- sweeps -------------------------------------------------------------------------------------
@@ -244,21 +245,22 @@ def pooled(runs: list[ChaseRun]) -> ChaseRun:
                     [x for r in runs for x in r.notes])
 
 
-def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS,
+def staircase(session: "GpuCharSession", repeats: int = SWEEP_REPEATS,
               deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
     of Geometry.sweep(): the cache staircase. `repeats` launches per point walked before
     every launch (the L1 footprints), `deep_repeats` for the L2 and device-memory points,
     whose per-launch slopes scatter more."""
-    probe = kernels.chase_probe("ca", s.dev.arch, Kind.CHAIN)
+    geo = geometry_of(session)
+    probe = kernels.chase_probe("ca", session.gpu.dev.arch, Kind.CHAIN)
     fps, lat, spread, smids, warms = [], [], [], set(), []
-    for f in s.geo.sweep():
+    for f in geo.sweep():
         lay = random_layout(f, LINE, seed=f % 9973)
-        w = s.geo.sweep_warm(f)
-        offsets = staircase_places(f, s.geo.l2_bytes, s.buffer().nbytes) \
+        w = geo.sweep_warm(f)
+        offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
             if w == Warm.FIRST else [0]
         per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
-        run = pooled([s.chase(probe, lay, repeats=per_place, warm=w, offset=o)
+        run = pooled([chase(session, probe, lay, repeats=per_place, warm=w, offset=o)
                       for o in offsets])
         fitted = fit(run.cycles, run.ops)
         fps.append(f)
@@ -269,7 +271,7 @@ def staircase(s: MemoryGpu, repeats: int = SWEEP_REPEATS,
     return Curve(fps, lat, spread, sorted(smids), warms)
 
 
-def fill_sweep(s: MemoryGpu, repeats: int = SWEEP_REPEATS) -> Curve:
+def fill_sweep(session: "GpuCharSession", repeats: int = SWEEP_REPEATS) -> Curve:
     """Mean latency of a forward ld.global.ca walk at each stride of STRIDES over a region
     held in the L2 but not the L1 (walked once with .cg first): misses are L1 fills from the
     L2, so the curve gives the L1 fill granularity.
@@ -278,14 +280,15 @@ def fill_sweep(s: MemoryGpu, repeats: int = SWEEP_REPEATS) -> Curve:
     on the H200 its latency was not monotonic in the stride and differed between sessions
     ([325, 335, 588, 807, 765, 641] and [318, 359, 458, 546, 650, 692] cycles for 8..256 B:
     DRAM row-buffer locality and prefetching dominate), so no fill size can be read from it."""
-    probe = kernels.chase_probe("ca", s.dev.arch, Kind.CHAIN)
-    warm_probe = kernels.chase_probe("cg", s.dev.arch, Kind.LOOP)
+    arch = session.gpu.dev.arch
+    probe = kernels.chase_probe("ca", arch, Kind.CHAIN)
+    warm_probe = kernels.chase_probe("cg", arch, Kind.LOOP)
     fps, lat, spread, smids, warms = [], [], [], set(), []
     for stride in STRIDES:
         lay = sequential_layout(FILL_REGION // stride, stride)
-        s.chase(warm_probe, lay, repeats=0, warm=Warm.NONE, flush=True,
-                lengths={min(warm_probe.entries): lay.n})
-        run = s.chase(probe, lay, repeats=repeats, warm=Warm.NONE, flush=False)
+        chase(session, warm_probe, lay, repeats=0, warm=Warm.NONE, flush=True,
+              lengths={min(warm_probe.entries): lay.n})
+        run = chase(session, probe, lay, repeats=repeats, warm=Warm.NONE, flush=False)
         fitted = fit(run.cycles, run.ops)
         fps.append(stride)
         lat.append(fitted.value)

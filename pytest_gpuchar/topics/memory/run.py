@@ -1,5 +1,4 @@
-"""The memory tables on the GPU: the session's MemoryGpu (made once), chases launched and
-fitted once per session, and each table row as a Measured (figures, the driver's SASS, the
+"""The memory tables on the GPU: chases (chase.py) launched and fitted once per session, and each table row as a Measured (figures, the driver's SASS, the
 row's invariants) for the hardware_row step; the static test's snapshot text; the module
 the registry compiles (``groups``)."""
 from __future__ import annotations
@@ -11,11 +10,11 @@ from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
 from ...results.judge import Measured, Measurement
-from . import kernels, plots
+from . import chase, kernels, plots
 from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
                        fill_model_error, human_bytes, knees, last_level_knee, level_layout,
                        plateaus, without_rising_edge)
-from .chase import Curve, MemoryGpu, fill_sweep, staircase
+from .chase import Curve
 from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
                    STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, Kind, Level, Warm)
 
@@ -60,11 +59,6 @@ def snapshot(checked: "Checked") -> str:
             f"{p.snapshot_length()}\n" + p.snapshot_text(built.functions))
 
 
-def state(session: "GpuCharSession") -> MemoryGpu:
-    """The memory suite's GPU state of this pytest session (made on first use)."""
-    return session.runs.once(("memory", "session"), lambda: MemoryGpu(session))
-
-
 def _once(session: "GpuCharSession", key: tuple, make: Callable):
     """A measurement several tests share, made once per session."""
     return session.runs.once(("memory", *key), make)
@@ -82,18 +76,17 @@ def latency(session: "GpuCharSession", level: Level, arch: str) -> Measured:
     """A Table IV row: the load-to-use latency (slope over unrolled dependent loads) and the
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
-    s = state(session)
-    g = s.geo
+    g = chase.geometry_of(session)
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, Kind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, Kind.LOOP)
     reps = max(session.repeats, DRAM_REPEATS) if level.is_dram else session.repeats
     warm = level.policy
-    unit, loop_unit = s.verified(chain), s.verified(loop)
+    unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
     run = _once(session, ("chain", level.key),
-                lambda: s.chase(chain, lay, repeats=reps, warm=warm))
+                lambda: chase.chase(session, chain, lay, repeats=reps, warm=warm))
     lrun = _once(session, ("loop", level.key),
-                 lambda: s.chase(loop, lay, repeats=reps, warm=warm))
+                 lambda: chase.chase(session, loop, lay, repeats=reps, warm=warm))
     f = fit(run.cycles, run.ops, **fit_limits(level))
     lf = fit(lrun.cycles, lrun.ops, **fit_limits(level))
     op = FLAVOURS[level.flavour].op_text
@@ -115,17 +108,16 @@ def latency(session: "GpuCharSession", level: Level, arch: str) -> Measured:
             data={"sass_unit": loop_unit, "cycles": lrun.cycles,
                   "loop_cost_per_step": round(lf.value - f.value, 2), "tolerance": tolerance})]
     if level.key == "shared_store_load":
-        figures.append(_shared_store(session, s, f, lay, reps, warm, arch))
-    return Measured(*figures, sass=chain.snapshot_text(s.functions),
+        figures.append(_shared_store(session, f, lay, reps, warm, arch))
+    return Measured(*figures, sass=chain.snapshot_text(chase.module(session)[1]),
                     checks=_latency_checks(level, g, lay, run, f, lf))
 
 
-def _shared_store(session, s: MemoryGpu, f: Fit, lay, reps: int, warm: Warm,
-                  arch: str) -> Measurement:
+def _shared_store(session, f: Fit, lay, reps: int, warm: Warm, arch: str) -> Measurement:
     """The store's cost: the store+load chase minus the load chase (same chain)."""
     probe = kernels.chase_probe("shared_ld", arch, Kind.CHAIN)
     base = _once(session, ("chain", "shared_load"),
-                 lambda: s.chase(probe, lay, repeats=reps, warm=warm))
+                 lambda: chase.chase(session, probe, lay, repeats=reps, warm=warm))
     bf = fit(base.cycles, base.ops)
     return Measurement("memory.latency.shared_store", f.value - bf.value, "cycles",
                        f.spread + bf.spread, method=METHOD_STORE, detail="derived",
@@ -152,13 +144,12 @@ def _latency_checks(level: Level, g, lay, run, f: Fit, lf: Fit) -> list[str]:
 
 def _bank_run(session: "GpuCharSession", row: BankRow):
     return _once(session, ("bank", row.name),
-                 lambda: state(session).bank(row, repeats=session.repeats))
+                 lambda: chase.bank(session, row, repeats=session.repeats))
 
 
 def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measured:
     """A Table 10 row: thread 0's slope over dependent conflicted loads; never cheaper than
     the row with half the ways."""
-    s = state(session)
     run = _bank_run(session, row)
     f = fit(run.cycles, run.ops)
     checks = []
@@ -171,7 +162,7 @@ def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measur
                f"construction), 1 x ld.shared.u{row.width} per step chasing a 4-position "
                f"cycle; slope of thread 0's %clock64 cycles over {LENGTHS} dependent loads, "
                f"median of {session.repeats} launches",
-        data={"cycles": run.cycles, "sass_unit": s.verified(run.probe)})
+        data={"cycles": run.cycles, "sass_unit": chase.verified(session, run.probe)})
     half = row.half
     if half is not None:
         prev = _bank_run(session, half)
@@ -188,13 +179,12 @@ def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measur
 def capacity(session: "GpuCharSession", row: Capacity, arch: str, artifact) -> Measured:
     """A cache capacity from the knees of the staircase (measured once, drawn once into the
     report through `artifact`, the gpuchar_artifact fixture)."""
-    s = state(session)
-    g = s.geo
-    sw: Curve = _once(session, ("staircase",), lambda: staircase(s))
+    g = chase.geometry_of(session)
+    sw: Curve = _once(session, ("staircase",), lambda: chase.staircase(session))
     found = knees(sw.footprints, sw.latency)
     ps = plateaus(sw.footprints, sw.latency)
     _once(session, ("staircase_plot",),
-          lambda: plots.save_staircase(artifact, sw, found, g, s.dev))
+          lambda: plots.save_staircase(artifact, sw, found, g, session.gpu.dev))
     data = {**sw.as_data(), "knees": [asdict(k) for k in found],
             "plateaus": [asdict(p) for p in ps], "device_l2_bytes": g.l2_bytes,
             "device_l1_shared_bytes": g.l1_bytes, "notes": g.notes,
@@ -279,7 +269,7 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
 def fill(session: "GpuCharSession", row: str, arch: str) -> Measured:
     """The line/sector size: the smallest stride of a forward walk whose latency reaches 90%
     of the all-miss level; no figure unless the curve follows the fill model."""
-    sw: Curve = _once(session, ("fill", row), lambda: fill_sweep(state(session)))
+    sw: Curve = _once(session, ("fill", row), lambda: chase.fill_sweep(session))
     size = fill_granularity(sw.footprints, sw.latency)
     if size is None:
         return Measured(checks=[f"no misses seen in the stride sweep ({FILL_WHAT}): "

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from ...core.probe import NotApplicable, Probe
+from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
 from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK,
                    SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
                    Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
-from .state import GROW, MovementGpu, round_up
+from . import state as st
+from .state import GROW, round_up
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -34,15 +36,7 @@ OPS = {Stream.SHARED_U32: "ld.shared.u32", Stream.SHARED_U64: "ld.shared.v2.u32"
        Stream.DSM: "ld.shared::cluster.v4.u32"}
 
 
-def state(session: "GpuCharSession") -> MovementGpu:
-    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
-
-
-def once(session: "GpuCharSession", key: tuple, make):
-    return session.runs.once(("movement", *key), make)
-
-
-def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: int,
+def stream_windows(session: "GpuCharSession", probe: Probe, *, name: str, grid: int, smem: int,
                    trips: tuple[int, ...], args: Callable, source, block: int = BLOCK,
                    cluster: int | None = None, flush: bool = False, offsets: tuple = (0,),
                    repeats: int | None = None) -> dict[int, list[list[analysis.Window]]]:
@@ -52,28 +46,33 @@ def stream_windows(s: MovementGpu, probe: Probe, *, name: str, grid: int, smem: 
     kernel's arguments, `src` the `source` buffer shifted by `offsets[r mod len(offsets)]`
     bytes in repeat r. With several offsets (`placements`) each repeat reads its data from
     another place of the buffer, first brought into the L2 by a launch of its own."""
-    fn = s.function(probe, trips[0])
-    reps = repeats or s.repeats
-    outs = {t: [s.records((grid * 32 * 6,)) for _ in range(reps + 1)] for t in trips}
-    scratch = s.records((grid * 32 * 6,)) if len(offsets) > 1 else None
-    for r in range(reps + 1):
+    fn = st.function(session, probe, trips[0])
+    reps = repeats or session.repeats
+    geometry = st.geometry((grid,), (block,), smem=smem, cluster=cluster)
+    scratch: list = []
+
+    def before(t, r):
+        """Repeat r: its place read once by an untimed launch (several places), then the
+        L2 evicted before each timed launch (`flush`)."""
         src = shifted(source, offsets[r % len(offsets)])
-        if scratch is not None:
-            s.launch(fn, (grid,), (block,), args(scratch, trips[-1], src), name=name,
-                     cluster=cluster, shared_mem=smem)
-        for t in trips:
-            if flush:
-                s.flush_l2()
-            s.launch(fn, (grid,), (block,), args(outs[t][r], t, src), name=name,
-                     cluster=cluster, shared_mem=smem)
-    s.wait(name)
-    return {t: [analysis.windows(o.get(), grid) for o in outs[t][1:]] for t in trips}
+        if len(offsets) > 1 and t == trips[0]:
+            if not scratch:
+                scratch.append(session.runner.zeros((grid * 32 * 6,)))
+            session.runner.enqueue(fn, geometry, args(scratch[0], trips[-1], src), name=name)
+        if flush:
+            st.flush_l2(session)
+    out = session.runner.measure(Plan(
+        name, {t: fn for t in trips}, geometry,
+        lambda t: (lambda r, rec: args(rec, t, shifted(source, offsets[r % len(offsets)]))),
+        reps, record=(grid * 32 * 6,), order=Order.REPEAT, split=True, before=before))
+    return {t: [analysis.windows(o, grid) for o in out.timed(t)] for t in trips}
 
 
-def repeats_for(s: MovementGpu, level: Level) -> int:
+def repeats_for(session: "GpuCharSession", level: Level) -> int:
     """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
     scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
-    return max(s.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM else s.repeats
+    return max(session.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM \
+        else session.repeats
 
 
 def shifted(buf, offset: int):
@@ -86,7 +85,7 @@ PLACES = ("the launches of repeat r read from place r mod {n} of the buffer (eac
 TMA_L2_BYTES = 2 * 2 * TMA_STAGE      # each CTA's L2-resident source of the TMA rows
 
 
-def placements(s: MovementGpu, level: Level, per_cta: int) -> tuple[int, ...]:
+def placements(session: "GpuCharSession", level: Level, per_cta: int) -> tuple[int, ...]:
     """Byte offsets into the big buffer for the repeats of a stream whose CTAs each read
     `per_cta` bytes from it. L2-resident: one place per repeat (as many as fit), 2 MiB-aligned
     past each other. Where the data lies decides which L2 slices serve it: in one process on
@@ -95,31 +94,32 @@ def placements(s: MovementGpu, level: Level, per_cta: int) -> tuple[int, ...]:
     places is the figure and their spread its spread. Other levels: one place (0)."""
     if level is not Level.L2:
         return (0,)
-    stride = round_up(s.sms * per_cta, GROW)
-    count = max(1, min(s.repeats, s.big_bytes // stride))
+    stride = round_up(st.sms(session) * per_cta, GROW)
+    count = max(1, min(session.repeats, st.big_bytes(session) // stride))
     return tuple(k * stride for k in range(count))
 
 
-def stream_measurement(s: MovementGpu, probe: Probe, key: str, figs: analysis.StreamFigures,
-                       row: StreamRow, *, extra: str = "", trips=None) -> Measured:
+def stream_measurement(session: "GpuCharSession", probe: Probe, key: str,
+                       figs: analysis.StreamFigures, row: StreamRow, *, extra: str = "",
+                       trips=None) -> Measured:
     """The per-SM figure (B/clk/SM) with the whole-GPU figures in its data."""
     method = METHOD_STREAM.format(threads=BLOCK, ctas=len(figs.sms), unroll=row.unroll,
                                   op=OPS[row.kind], trips=list(trips or row.trips),
-                                  reps=repeats_for(s, row.level), extra=extra)
+                                  reps=repeats_for(session, row.level), extra=extra)
     data = {"gpu_bytes_per_clk": round(figs.gpu_bytes_per_clk, 2),
             "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
-            "sms": len(figs.sms), "sass_unit": s.unit(probe),
+            "sms": len(figs.sms), "sass_unit": st.unit(session, probe),
             "tolerance": {"abs": 0.0, "rel": rate_tol(row)}}
     return Measured(Measurement.of_fit(key, figs.per_sm, "B/clk/SM", method=method, data=data),
-                    sass=s.sass(probe), checks=figs.checks)
+                    sass=st.sass(session, probe), checks=figs.checks)
 
 
 # --- the bandwidth rows --------------------------------------------------------------------------
 
-def _layout(s: MovementGpu, row: StreamRow) -> tuple[int, int]:
+def _layout(session: "GpuCharSession", row: StreamRow) -> tuple[int, int]:
     """(slice bytes per CTA, offset mask) of a row."""
     if row.region is Region.SLICE:
-        slice_ = s.slice_bytes()
+        slice_ = st.slice_bytes(session)
         if row.trips[-1] * row.advance > slice_:
             raise NotApplicable(f"hardware: {row.id}: {row.trips[-1]} iterations of "
                                 f"{row.advance} B exceed a CTA's {slice_} B slice")
@@ -127,23 +127,25 @@ def _layout(s: MovementGpu, row: StreamRow) -> tuple[int, int]:
     return (0 if row.region is Region.SHARED else row.region_bytes), row.region_bytes - 1
 
 
-def _smem(s: MovementGpu, row: StreamRow) -> int:
+def _smem(session: "GpuCharSession", row: StreamRow) -> int:
     if row.region is Region.SHARED:
-        return s.smem_for(row.region_bytes + row.advance)
+        return st.smem_for(session, row.region_bytes + row.advance)
     if row.kind is Stream.CP_ASYNC:
-        return s.smem_for(row.advance)
-    return s.lone_smem
+        return st.smem_for(session, row.advance)
+    return st.lone_smem(session)
 
 
-def measure_stream(s: MovementGpu, row: StreamRow, arch: str) -> analysis.StreamFigures:
+def measure_stream(session: "GpuCharSession", row: StreamRow,
+                   arch: str) -> analysis.StreamFigures:
     probe = streams.stream_probe(row, arch)
-    s.built(probe)
-    slice_, mask = _layout(s, row)
-    big, dst = s.big(), s.dst()
-    runs = stream_windows(s, probe, name=probe.name, grid=s.sms, smem=_smem(s, row),
-                          trips=row.trips, flush=row.level is Level.DRAM, source=big,
-                          offsets=placements(s, row.level, row.region_bytes),
-                          repeats=repeats_for(s, row.level),
+    st.built(session, probe)
+    slice_, mask = _layout(session, row)
+    big, dst = st.big(session), st.dst(session)
+    runs = stream_windows(session, probe, name=probe.name, grid=st.sms(session),
+                          smem=_smem(session, row), trips=row.trips,
+                          flush=row.level is Level.DRAM, source=big,
+                          offsets=placements(session, row.level, row.region_bytes),
+                          repeats=repeats_for(session, row.level),
                           args=lambda out, t, src: (out, src, dst, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
     moved = 2 if row.kind is Stream.DRAM_COPY else 1
@@ -159,7 +161,8 @@ def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
     return max(rel, 0.02) if whole_gpu else rel
 
 
-def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list[Measurement]:
+def _peaks(session: "GpuCharSession", row: StreamRow,
+           figs: analysis.StreamFigures) -> list[Measurement]:
     """Achieved / documented: shared memory per SM per clock, device memory whole-GPU GB/s."""
     if row.peak == "shared":
         v = figs.per_sm.value / SHARED_PEAK
@@ -168,7 +171,7 @@ def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list
                             method=f"per-SM figure / {SHARED_PEAK:g} B/clk/SM",
                             data={"documented": SHARED_PEAK, "source": SHARED_PEAK_SOURCE,
                                   "tolerance": {"abs": 0.0, "rel": 0.01}})]
-    peak = hbm_peak(s.dev.name) if row.peak == "hbm" else None
+    peak = hbm_peak(session.gpu.dev.name) if row.peak == "hbm" else None
     if peak is None:
         return []
     gbps, source = peak
@@ -182,29 +185,27 @@ def _peaks(s: MovementGpu, row: StreamRow, figs: analysis.StreamFigures) -> list
 
 
 def stream_figures(session: "GpuCharSession", row: StreamRow, arch: str):
-    s = state(session)
-    return once(session, ("stream", row.id), lambda: measure_stream(s, row, arch))
+    return st.once(session, ("stream", row.id), lambda: measure_stream(session, row, arch))
 
 
 def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) -> Measured:
     """A bandwidth row: B/clk per SM, the whole GPU's B/clk and GB/s, achieved / documented.
     The staircase row (device-memory read) also draws the staircase into the report."""
-    s = state(session)
     probe = streams.stream_probe(row, arch)
     figs = stream_figures(session, row, arch)
     extra = ""
     if row.level is Level.DRAM:
         extra = f"; {figs.gbps.value:.0f} GB/s whole GPU (%globaltimer)"
     elif row.level is Level.L2:
-        extra = "; " + PLACES.format(n=len(placements(s, row.level, row.region_bytes)))
-    measured = stream_measurement(s, probe, f"movement.bandwidth.{row.id}.per_sm", figs, row,
-                                  extra=extra)
+        extra = "; " + PLACES.format(n=len(placements(session, row.level, row.region_bytes)))
+    measured = stream_measurement(session, probe, f"movement.bandwidth.{row.id}.per_sm", figs,
+                                  row, extra=extra)
     # the sum carries the per-SM rate's relative scatter over the launches (a nightly's noise:
     # an H100's device-memory copy summed 1520 then 1459 B/clk, its per-SM launches 8% apart)
     share = figs.per_sm.spread / figs.per_sm.value if figs.per_sm.value else 0.0
-    measured.figures += [_whole_gpu(row, figs, share)] + _peaks(s, row, figs)
+    measured.figures += [_whole_gpu(row, figs, share)] + _peaks(session, row, figs)
     if row.kind is Stream.DRAM_READ:
-        once(session, ("staircase_plot",), lambda: _staircase(session, arch, artifact))
+        st.once(session, ("staircase_plot",), lambda: _staircase(session, arch, artifact))
     return measured
 
 
@@ -232,22 +233,26 @@ def _whole_gpu(row: StreamRow, figs: analysis.StreamFigures, share: float) -> Me
 def _staircase(session: "GpuCharSession", arch: str, artifact) -> bool:
     stages = [r for r in STREAMS.values() if r.stage]
     points = [(r.stage, stream_figures(session, r, arch).per_sm.value) for r in stages]
-    plots.save_staircase(artifact, points, state(session).dev)
+    plots.save_staircase(artifact, points, session.gpu.dev)
     return True
 
 
 # --- TMA bulk copies against the transfer size ---------------------------------------------------
 
-def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamFigures:
+def measure_tma_bw(session: "GpuCharSession", row: TmaBwRow,
+                   arch: str) -> analysis.StreamFigures:
     probe = streams.tma_stream_probe(row.size, arch)
-    s.built(probe)
+    st.built(session, probe)
     dram = row.level is Level.DRAM
-    slice_, mask = (s.slice_bytes(), 0xFFFFFFFF) if dram else (TMA_L2_BYTES, TMA_L2_BYTES - 1)
-    big = s.big()
-    runs = stream_windows(s, probe, name=f"{probe.name}/{row.level.value}", grid=s.sms,
-                          block=1, smem=s.smem_for(2 * TMA_STAGE), trips=TMA_TRIPS, flush=dram,
-                          source=big, offsets=placements(s, row.level, TMA_L2_BYTES),
-                          repeats=repeats_for(s, row.level),
+    slice_, mask = (st.slice_bytes(session), 0xFFFFFFFF) if dram else \
+        (TMA_L2_BYTES, TMA_L2_BYTES - 1)
+    big = st.big(session)
+    runs = stream_windows(session, probe, name=f"{probe.name}/{row.level.value}",
+                          grid=st.sms(session), block=1,
+                          smem=st.smem_for(session, 2 * TMA_STAGE), trips=TMA_TRIPS,
+                          flush=dram, source=big,
+                          offsets=placements(session, row.level, TMA_L2_BYTES),
+                          repeats=repeats_for(session, row.level),
                           args=lambda out, t, src: (out, src, src, np.uint64(slice_),
                                                     np.uint32(t), np.uint32(mask)))
     return analysis.stream_figures(runs, {t: (2 + 2 * t) * TMA_STAGE for t in TMA_TRIPS},
@@ -255,8 +260,7 @@ def measure_tma_bw(s: MovementGpu, row: TmaBwRow, arch: str) -> analysis.StreamF
 
 
 def tma_bw_figures(session: "GpuCharSession", row: TmaBwRow, arch: str):
-    s = state(session)
-    return once(session, ("tma_bw", row.id), lambda: measure_tma_bw(s, row, arch))
+    return st.once(session, ("tma_bw", row.id), lambda: measure_tma_bw(session, row, arch))
 
 
 METHOD_TMA_BW = ("one thread per CTA, one CTA per SM, two stages of {stage} B in flight, each "
@@ -266,19 +270,19 @@ METHOD_TMA_BW = ("one thread per CTA, one CTA per SM, two stages of {stage} B in
 
 
 def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measured:
-    s = state(session)
     figs = tma_bw_figures(session, row, arch)
     probe = streams.tma_stream_probe(row.size, arch)
     where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
              if row.level is Level.DRAM else "128 KiB per CTA (L2-resident); " + PLACES.format(
-                 n=len(placements(s, row.level, TMA_L2_BYTES))))
+                 n=len(placements(session, row.level, TMA_L2_BYTES))))
     return Measured(Measurement.of_fit(
         f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
                                     where=where, trips=list(TMA_TRIPS),
-                                    reps=repeats_for(s, row.level)),
-        data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": s.unit(probe),
-              "tolerance": {"abs": 0.0, "rel": RATE_TOL_REL[row.level]}}), sass=s.sass(probe),
+                                    reps=repeats_for(session, row.level)),
+        data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": st.unit(session, probe),
+              "tolerance": {"abs": 0.0, "rel": RATE_TOL_REL[row.level]}}),
+        sass=st.sass(session, probe),
         checks=figs.checks)
 
 
@@ -286,9 +290,9 @@ def tma_knee(session: "GpuCharSession", level: Level, arch: str, artifact) -> Me
     """The smallest transfer size reaching TMA_KNEE_SHARE of the best per-SM rate."""
     rates = [tma_bw_figures(session, TmaBwRow(level, z), arch).per_sm.value for z in TMA_SIZES]
     size = analysis.knee(list(TMA_SIZES), rates)
-    once(session, ("tma_plot", level.value),
-         lambda: plots.save_tma_sizes(artifact, level.value, list(TMA_SIZES), rates,
-                                      state(session).dev))
+    st.once(session, ("tma_plot", level.value),
+            lambda: plots.save_tma_sizes(artifact, level.value, list(TMA_SIZES), rates,
+                                         session.gpu.dev))
     if size is None:
         return Measured(checks=[f"no TMA size sweep rate is finite: {rates}"])
     return Measured(Measurement(

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.fit import fit
+from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
 from .rows import (BARRIER_LENGTHS, BARRIER_TOL, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM,
                    LATENCY_TOL, LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
                    DsmRow, Sync, SyncRow)
-from .state import ChainError, MovementGpu
+from . import state as st
+from .state import ChainError
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -36,14 +38,6 @@ METHOD_LAUNCH = ("one CTA per SM at a time (dynamic shared memory over half the 
                  "CTAs per SM in one launch{how}; slope of each SM's busy span (first entry "
                  "clock to last exit clock) against the CTAs it ran, median over {reps} "
                  "launches")
-
-
-def state(session: "GpuCharSession") -> MovementGpu:
-    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
-
-
-def once(session: "GpuCharSession", key: tuple, make):
-    return session.runs.once(("movement", *key), make)
 
 
 # --- DSM latency ---------------------------------------------------------------------------------
@@ -71,24 +65,22 @@ def _check_dsm(name: str, host: dict[int, np.ndarray], nxt: np.ndarray, c: int) 
     return sorted(sms)
 
 
-def _measure_dsm(s: MovementGpu, row: DsmRow, arch: str):
+def _measure_dsm(session: "GpuCharSession", row: DsmRow, arch: str):
     probe = kernels.dsm_probe(row.flavour, arch)
     c = row.cluster
     name = f"{probe.name}/c{c}"
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in DSM_LENGTHS}
-    smem = s.lone_smem      # one CTA per SM: "remote" is another SM
-    s.launcher.clusters(fns[DSM_LENGTHS[0]], name, c, (1,), smem)
-    nxt = layouts.random_cycle(DSM_SLOTS, s.rng).astype(np.uint32)
-    d_next = s.to_device(nxt)
-    passes = c + 1
-    outs = {n: s.records((s.repeats + 1, c * passes * 4)) for n in DSM_LENGTHS}
-    for r in range(s.repeats + 1):
-        for n in DSM_LENGTHS:
-            s.launch(fns[n], (c,), (1,), (outs[n][r], d_next, np.uint32(passes)), name=name,
-                     cluster=c, shared_mem=smem)
-    s.wait(name)
-    host = {n: outs[n].get().reshape(s.repeats + 1, c, passes, 4) for n in DSM_LENGTHS}
+    st.built(session, probe)
+    fns = st.functions(session, probe, DSM_LENGTHS)
+    smem = st.lone_smem(session)      # one CTA per SM: "remote" is another SM
+    session.runner.launcher.clusters(fns[DSM_LENGTHS[0]], name, c, (1,), smem)
+    nxt = layouts.random_cycle(DSM_SLOTS, st.rng(session)).astype(np.uint32)
+    d_next = session.runner.to_device(nxt)
+    passes, reps = c + 1, session.repeats
+    out = session.runner.measure(Plan(
+        name, fns, st.geometry((c,), (1,), smem=smem, cluster=c),
+        lambda n: (lambda r, rec: (rec, d_next, np.uint32(passes))), reps,
+        record=(c * passes * 4,), order=Order.REPEAT))
+    host = {n: out.raw[n].reshape(reps + 1, c, passes, 4) for n in DSM_LENGTHS}
     sms = _check_dsm(name, host, nxt, c)
     dt = {n: host[n][1:, :, :, 0].astype(np.int64).astype(float) for n in DSM_LENGTHS}
     return analysis.dsm_figures(dt), sms, probe
@@ -96,19 +88,19 @@ def _measure_dsm(s: MovementGpu, row: DsmRow, arch: str):
 
 def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
     """Load-to-use latency of distributed shared memory: the own CTA's and the others'."""
-    s = state(session)
-    figs, sms, probe = once(session, ("dsm", row.id), lambda: _measure_dsm(s, row, arch))
+    figs, sms, probe = st.once(session, ("dsm", row.id),
+                               lambda: _measure_dsm(session, row, arch))
     c = row.cluster
     method = METHOD_DSM.format(op=DSM_OPS[row.flavour.value], c=c, n_slots=DSM_SLOTS,
-                               lengths=list(DSM_LENGTHS), reps=s.repeats, last=c - 1)
+                               lengths=list(DSM_LENGTHS), reps=session.repeats, last=c - 1)
     data = {"by_rank_offset": figs.by_offset, "matrix_cta_by_offset": figs.matrix, "sms": sms,
-            "sass_unit": s.unit(probe), "tolerance": dict(LATENCY_TOL)}
+            "sass_unit": st.unit(session, probe), "tolerance": dict(LATENCY_TOL)}
     key = f"movement.dsm.latency.{row.flavour.value}.c{c}"
     return Measured(Measurement.of_fit(f"{key}.local", figs.local, "cycles", method=method,
                                        data=dict(data)),
                     Measurement.of_fit(f"{key}.remote", figs.remote, "cycles", method=method,
                                        data=dict(data)),
-                    sass=s.sass(probe))
+                    sass=st.sass(session, probe))
 
 
 # --- DSM bandwidth -------------------------------------------------------------------------------
@@ -116,51 +108,51 @@ def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
 def dsm_bandwidth(session: "GpuCharSession", c: int, arch: str) -> Measured:
     """Bytes per clock each SM reads from its neighbour's shared memory (ld.shared::cluster
     .v4), every co-resident cluster of `c` CTAs streaming at once."""
-    s = state(session)
     probe = streams.dsm_stream_probe(arch)
     row = DSM_STREAM
     name = f"{probe.name}/c{c}"
 
     def make():
-        s.built(probe)
-        smem = s.smem_for(SHARED_REGION + row.advance)
-        fn = s.function(probe, row.trips[0])
-        grid = s.launcher.clusters(fn, name, c, (1024,), smem) * c
-        big = s.big()
-        runs = stream_windows(s, probe, name=name, grid=grid, smem=smem, cluster=c,
+        st.built(session, probe)
+        smem = st.smem_for(session, SHARED_REGION + row.advance)
+        fn = st.function(session, probe, row.trips[0])
+        grid = session.runner.launcher.clusters(fn, name, c, (1024,), smem) * c
+        big = st.big(session)
+        runs = stream_windows(session, probe, name=name, grid=grid, smem=smem, cluster=c,
                               trips=row.trips, source=big, args=lambda out, t, src: (
                                   out, src, src, np.uint64(0), np.uint32(t),
                                   np.uint32(SHARED_REGION - 1)))
         return analysis.stream_figures(runs, {t: t * row.unroll * row.width * 1024
                                               for t in row.trips}), grid
-    figs, grid = once(session, ("dsm_bw", c), make)
-    return stream_measurement(s, probe, f"movement.dsm.bandwidth.c{c}", figs, row,
+    figs, grid = st.once(session, ("dsm_bw", c), make)
+    return stream_measurement(session, probe, f"movement.dsm.bandwidth.c{c}", figs, row,
                               extra=f"; {grid // c} clusters of {c} co-resident, each CTA reading "
                                     f"the next CTA's shared memory")
 
 
 # --- mapa, barrier.cluster -----------------------------------------------------------------------
 
-def _measure_sync(s: MovementGpu, row: SyncRow, arch: str):
+def _measure_sync(session: "GpuCharSession", row: SyncRow, arch: str):
     probe = kernels.sync_probe(row.kind, arch)
     c = 2 if row.kind is Sync.MAPA else row.cluster
     threads = 1 if row.kind is Sync.MAPA else 32
     lengths = MAPA_LENGTHS if row.kind is Sync.MAPA else BARRIER_LENGTHS
     name = f"{probe.name}/c{c}"
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in lengths}
-    smem = s.lone_smem      # one CTA per SM
-    s.launcher.clusters(fns[lengths[0]], name, c, (threads,), smem)
-    operands = s.to_device(np.array([0x400, 1], dtype=np.uint32))
-    outs = {n: s.records((s.repeats + 1, c * 2 * 2)) for n in lengths}
-    for r in range(s.repeats + 1):
-        for n in lengths:
-            args = (outs[n][r], operands, np.uint32(2)) if row.kind is Sync.MAPA else \
-                (outs[n][r], np.uint32(2))
-            s.launch(fns[n], (c,), (threads,), args, name=name, cluster=c, shared_mem=smem)
-    s.wait(name)
+    st.built(session, probe)
+    fns = st.functions(session, probe, lengths)
+    smem = st.lone_smem(session)      # one CTA per SM
+    session.runner.launcher.clusters(fns[lengths[0]], name, c, (threads,), smem)
+    operands = session.runner.to_device(np.array([0x400, 1], dtype=np.uint32))
+
+    def args(n):
+        if row.kind is Sync.MAPA:
+            return lambda r, rec: (rec, operands, np.uint32(2))
+        return lambda r, rec: (rec, np.uint32(2))
+    out = session.runner.measure(Plan(
+        name, fns, st.geometry((c,), (threads,), smem=smem, cluster=c), args, session.repeats,
+        record=(c * 2 * 2,), order=Order.REPEAT))
     # record (cta 0, pass 1): words 2..3 of the CTA's two 16-byte records
-    cycles = {n: [int(v) for v in outs[n].get()[1:, 2]] for n in lengths}
+    cycles = {n: [int(v) for v in out.timed(n)[:, 2]] for n in lengths}
     return fit(cycles, {n: n for n in lengths}), cycles, probe, c, threads, lengths
 
 
@@ -171,51 +163,47 @@ SYNC_WHAT = {Sync.MAPA: "dependent mapa.shared::cluster.u32",
 
 def sync(session: "GpuCharSession", row: SyncRow, arch: str) -> Measured:
     """mapa latency; barrier.cluster arrive + wait, per cluster size."""
-    s = state(session)
-    f, cycles, probe, c, threads, lengths = once(session, ("sync", row.id),
-                                                 lambda: _measure_sync(s, row, arch))
+    f, cycles, probe, c, threads, lengths = st.once(session, ("sync", row.id),
+                                                    lambda: _measure_sync(session, row, arch))
     key = "movement.cluster.mapa" if row.kind is Sync.MAPA else \
         f"movement.cluster.{row.kind.value}.c{c}"
     return Measured(Measurement.of_fit(
         key, f, "cycles/op" if row.kind is Sync.MAPA else "cycles",
         method=METHOD_SYNC.format(lengths=list(lengths), what=SYNC_WHAT[row.kind], c=c,
-                                  threads=threads, reps=s.repeats),
-        data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": dict(BARRIER_TOL)}), sass=s.sass(probe))
+                                  threads=threads, reps=session.repeats),
+        data={"cycles": cycles, "sass_unit": st.unit(session, probe),
+              "tolerance": dict(BARRIER_TOL)}), sass=st.sass(session, probe))
 
 
 # --- launches ------------------------------------------------------------------------------------
 
-def _measure_launch(s: MovementGpu, c: int, arch: str):
+def _measure_launch(session: "GpuCharSession", c: int, arch: str):
     probe = kernels.launch_probe(arch)
     name = f"{probe.name}/{'plain' if c == 1 else f'c{c}'}"
-    s.built(probe)
-    fn = s.function(probe, 0)
-    smem = s.lone_smem
+    st.built(session, probe)
+    fn = st.function(session, probe, 0)
+    smem = st.lone_smem(session)
     cluster = None if c == 1 else c
     if cluster:
-        per_wave = s.launcher.clusters(fn, name, c, (32,), smem) * c
+        per_wave = session.runner.launcher.clusters(fn, name, c, (32,), smem) * c
     else:
-        s.launcher.prepare(fn, name, smem)
-        per_wave = s.sms
-    reps = max(s.repeats, LAUNCH_REPEATS)
-    outs = {b: [s.records((per_wave * b * 4,)) for _ in range(reps + 1)]
-            for b in LAUNCH_WAVES}
-    for r in range(reps + 1):
-        for b in LAUNCH_WAVES:
-            s.launch(fn, (per_wave * b,), (32,), (outs[b][r],), name=name, cluster=cluster,
-                     shared_mem=smem)
-    s.wait(name)
-    per_repeat = [[outs[b][r].get().reshape(-1, 4) for b in LAUNCH_WAVES]
+        session.runner.launcher.prepare(fn, name, smem)
+        per_wave = st.sms(session)
+    reps = max(session.repeats, LAUNCH_REPEATS)
+    out = session.runner.measure(Plan(
+        name, {b: fn for b in LAUNCH_WAVES},
+        lambda b: st.geometry((per_wave * b,), (32,), smem=smem, cluster=cluster),
+        lambda b: (lambda r, rec: (rec,)), reps, record=lambda b: (per_wave * b * 4,),
+        order=Order.REPEAT, split=True))
+    per_repeat = [[out.raw[b][r].reshape(-1, 4) for b in LAUNCH_WAVES]
                   for r in range(1, reps + 1)]
     return analysis.serial_blocks(per_repeat), per_wave, probe, reps
 
 
 def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
     """Cycles per serialised CTA with clusters of `c` (1: a plain launch, no attribute)."""
-    s = state(session)
-    res, per_wave, probe, reps = once(session, ("launch", c),
-                                      lambda: _measure_launch(s, c, arch))
+    res, per_wave, probe, reps = st.once(session, ("launch", c),
+                                         lambda: _measure_launch(session, c, arch))
     if res.value != res.value:
         return Measured(checks=[f"no launch figure for clusters of {c}: {res.why}"])
     label = "plain" if c == 1 else f"c{c}"
@@ -228,4 +216,4 @@ def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
     return Measured(Measurement(
         f"movement.cluster.launch.{label}", res.value, "cycles", res.spread, res.why,
         method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how, reps=reps),
-        data=data), sass=s.sass(probe))
+        data=data), sass=st.sass(session, probe))

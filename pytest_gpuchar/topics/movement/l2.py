@@ -13,26 +13,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.probe import NotApplicable
+from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
 from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LENGTHS,
                    LOADED_REPEATS, LOADED_SHARES, LOADED_TOL, LOADED_TRIPS, LOADED_WAIT_NS,
                    L2Figure)
-from .state import ChainError, MovementGpu, passes
+from . import state as st
+from .state import ChainError, passes
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
 
 MIB = 1 << 20
 LOADED_BLOCK = 2048      # one chain pointer per 2 KiB of the buffer
-
-
-def state(session: "GpuCharSession") -> MovementGpu:
-    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
-
-
-def once(session: "GpuCharSession", key: tuple, make):
-    return session.runs.once(("movement", *key), make)
 
 
 # --- the heatmap ---------------------------------------------------------------------------------
@@ -57,32 +51,30 @@ def _by_sm(rec: np.ndarray, lines: np.ndarray, name: str) -> tuple[list[int], np
     return sorted(sm.tolist()), out
 
 
-def _lines(s: MovementGpu):
+def _lines(session: "GpuCharSession"):
     """The heatmap's lines (made once): random lines of a 64 MiB buffer of their own, each
     holding its own address; (addresses, device table). Not the shared big buffer: the
     transfer chains rewrite it, and a chase through a rewritten line leaves the table."""
-    size = min(s.big_bytes, 64 * MIB)
-    heat = s.buffer("l2_heat", size)
-    offs = layouts.heat_lines(L2_LINES, size, s.rng)
-    lines = (s.address(heat) + offs).astype(np.uint64)
-    s.upload(heat, offs // 8, lines, np.uint64)
-    return lines, s.to_device(lines)
+    size = min(st.big_bytes(session), 64 * MIB)
+    heat = st.buffer(session, "l2_heat", size)
+    offs = layouts.heat_lines(L2_LINES, size, st.rng(session))
+    lines = (st.address(heat) + offs).astype(np.uint64)
+    st.upload(heat, offs // 8, lines, np.uint64)
+    return lines, session.runner.to_device(lines)
 
 
-def _measure_l2(s: MovementGpu, arch: str, op: str, lines, table):
+def _measure_l2(session: "GpuCharSession", arch: str, op: str, lines, table):
     probe = chases.l2_probe(arch, op)
     name = probe.name
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in L2_LENGTHS}
+    st.built(session, probe)
+    sms, reps = st.sms(session), session.repeats
     iters = L2_LINES + 1
-    outs = {n: s.records((s.repeats + 1, s.sms * iters * 3)) for n in L2_LENGTHS}
-    for r in range(s.repeats + 1):
-        for n in L2_LENGTHS:
-            s.launch(fns[n], (s.sms,), (1,), (outs[n][r], table, np.uint32(L2_LINES),
-                                              np.uint32(iters)), name=name,
-                     shared_mem=s.lone_smem)
-    s.wait(name)
-    per = {n: [_by_sm(h.reshape(s.sms, iters, 3), lines, name) for h in outs[n].get()[1:]]
+    out = session.runner.measure(Plan(
+        name, st.functions(session, probe, L2_LENGTHS),
+        st.geometry((sms,), (1,), smem=st.lone_smem(session)),
+        lambda n: (lambda r, rec: (rec, table, np.uint32(L2_LINES), np.uint32(iters))), reps,
+        record=(sms * iters * 3,), order=Order.REPEAT))
+    per = {n: [_by_sm(h.reshape(sms, iters, 3), lines, name) for h in out.timed(n)]
            for n in L2_LENGTHS}
     sms = per[L2_LENGTHS[0]][0][0]
     if any(p[0] != sms for n in L2_LENGTHS for p in per[n]):
@@ -90,7 +82,7 @@ def _measure_l2(s: MovementGpu, arch: str, op: str, lines, table):
     dt = {n: np.stack([p[1] for p in per[n]]) for n in L2_LENGTHS}     # [rep, sm, line]
     lat = analysis.slopes({n: np.median(dt[n], axis=0) for n in L2_LENGTHS})
     per_repeat = [analysis.slopes({n: dt[n][r] for n in L2_LENGTHS})
-                  for r in range(s.repeats)]
+                  for r in range(reps)]
     return analysis.l2_map(lat, per_repeat), lat, sms, probe
 
 
@@ -115,27 +107,26 @@ KEYS = {L2Figure.NEAR: "movement.l2.latency.near", L2Figure.FAR: "movement.l2.la
 
 def l2_map(session: "GpuCharSession", op: str, arch: str, artifact):
     """The (SM x line) map of one step kind, measured and drawn once per session."""
-    s = state(session)
-    lines, table = once(session, ("l2_lines",), lambda: _lines(s))
-    res = once(session, ("l2", op), lambda: _measure_l2(s, arch, op, lines, table))
+    lines, table = st.once(session, ("l2_lines",), lambda: _lines(session))
+    res = st.once(session, ("l2", op), lambda: _measure_l2(session, arch, op, lines, table))
     m, lat, sms, _ = res
-    once(session, ("l2_plot", op),
-         lambda: plots.save_heatmap(artifact, op, lat, sms, m, s.dev))
+    st.once(session, ("l2_plot", op),
+            lambda: plots.save_heatmap(artifact, op, lat, sms, m, session.gpu.dev))
     return res
 
 
 def l2_by_sm(session: "GpuCharSession", row: L2Figure, arch: str, artifact) -> Measured:
-    s = state(session)
     m, lat, sms, probe = l2_map(session, row.op, arch, artifact)
     data = {"sms": len(sms), "partition_sms": [[sms[i] for i in g] for g in m.groups],
             "per_sm_near_far": {sms[i]: v for i, v in enumerate(m.per_sm)},
-            "one_level_sms": [sms[i] for i in m.one_level], "sass_unit": s.unit(probe)}
+            "one_level_sms": [sms[i] for i in m.one_level],
+            "sass_unit": st.unit(session, probe)}
     method = METHOD_L2.format(sms=len(sms), lines=L2_LINES, step=STEP[row.op],
-                              lengths=list(L2_LENGTHS), reps=s.repeats, what=WHAT[row])
+                              lengths=list(L2_LENGTHS), reps=session.repeats, what=WHAT[row])
     if row is L2Figure.PARTITIONS:
         f = Measurement("movement.l2.partitions", float(len(m.groups)), "count", method=method,
                         data={**data, "tolerance": {"abs": 0.0, "rel": 0.0}})
-        return Measured(f, sass=s.sass(probe))
+        return Measured(f, sass=st.sass(session, probe))
     far = row in (L2Figure.FAR, L2Figure.ATOMIC_FAR)
     if far and len(m.one_level) == len(sms):
         raise NotApplicable(f"hardware: {row.op} steps see one latency level from every SM "
@@ -145,11 +136,11 @@ def l2_by_sm(session: "GpuCharSession", row: L2Figure, arch: str, artifact) -> M
     limit = max(1.0, 0.01 * value) if value == value else 0.0
     why = f"per-repeat medians spread {spread:.1f} cycles > {limit:.1f}" if spread > limit else ""
     if spread != spread:
-        why = (f"a far level in {m.far_repeats} of {s.repeats} launches: its spread over them "
-               f"is unknown")
+        why = (f"a far level in {m.far_repeats} of {session.repeats} launches: its spread over "
+               f"them is unknown")
     return Measured(Measurement(KEYS[row], value, "cycles", spread, why, method=method,
                                 data={**data, "tolerance": dict(LATENCY_TOL)}),
-                    sass=s.sass(probe))
+                    sass=st.sass(session, probe))
 
 
 # --- latency under load --------------------------------------------------------------------------
@@ -168,36 +159,41 @@ def stream_slice(k: int, l2: int, total: int) -> int:
     return size
 
 
-def _measure_loaded(s: MovementGpu, share: int, arch: str):
+def _measure_loaded(session: "GpuCharSession", share: int, arch: str):
     probe = chases.loaded_probe(arch)
     name = f"{probe.name}/s{share}"
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in LOADED_LENGTHS}
+    st.built(session, probe)
+    fns = st.functions(session, probe, LOADED_LENGTHS)
     # as many launches as LOADED_REPEATS asks while no line of the buffer is visited twice
-    capacity = s.big_bytes // LOADED_BLOCK
-    reps, blocks = layouts.fresh_launches(s.repeats, LOADED_REPEATS, capacity,
+    capacity = st.big_bytes(session) // LOADED_BLOCK
+    reps, blocks = layouts.fresh_launches(session.repeats, LOADED_REPEATS, capacity,
                                           int(passes()) * sum(LOADED_LENGTHS))
-    k = streamers(share, s.sms)
-    big, dst = s.big(), s.dst()
-    base = s.address(big)
-    chain = layouts.block_chain(blocks, capacity, LOADED_BLOCK, s.rng)
+    k = streamers(share, st.sms(session))
+    big, dst = st.big(session), st.dst(session)
+    base = st.address(big)
+    chain = layouts.block_chain(blocks, capacity, LOADED_BLOCK, st.rng(session))
     idx, val = layouts.pointer_words(chain, base)
-    s.upload(big, idx, val, np.uint64)
-    slice_ = stream_slice(k, s.dev.l2_bytes, s.big_bytes)
-    counters = s.records(((reps + 1) * len(LOADED_LENGTHS),), np.uint32)
-    s.flush_l2()
-    outs, want, cursor = {n: s.records((reps + 1, (1 + k) * 6)) for n in LOADED_LENGTHS}, [], 0
-    for r in range(reps + 1):
-        for j, n in enumerate(LOADED_LENGTHS):
+    st.upload(big, idx, val, np.uint64)
+    slice_ = stream_slice(k, session.gpu.dev.l2_bytes, st.big_bytes(session))
+    counters = session.runner.zeros(((reps + 1) * len(LOADED_LENGTHS),), np.uint32)
+    st.flush_l2(session)
+    walk, want = {"cursor": 0}, []
+
+    def args(n):
+        j = LOADED_LENGTHS.index(n)
+
+        def one(r, rec):
             slot = counters[r * len(LOADED_LENGTHS) + j:][:1]
-            s.launch(fns[n], (1 + k,), (1024,), (
-                outs[n][r], np.uint64(base + chain.position(cursor) * LOADED_BLOCK), slot, dst,
-                np.uint64(slice_), np.uint32(LOADED_TRIPS), np.uint32(k),
-                np.uint64(LOADED_WAIT_NS), passes()), name=name, shared_mem=s.lone_smem)
-            cursor += int(passes()) * n
-            want.append((n, r, base + chain.position(cursor) * LOADED_BLOCK))
-    s.wait(name)
-    host = {n: outs[n].get().reshape(reps + 1, 1 + k, 6) for n in LOADED_LENGTHS}
+            start = np.uint64(base + chain.position(walk["cursor"]) * LOADED_BLOCK)
+            walk["cursor"] += int(passes()) * n
+            want.append((n, r, base + chain.position(walk["cursor"]) * LOADED_BLOCK))
+            return (rec, start, slot, dst, np.uint64(slice_), np.uint32(LOADED_TRIPS),
+                    np.uint32(k), np.uint64(LOADED_WAIT_NS), passes())
+        return one
+    out = session.runner.measure(Plan(
+        name, fns, st.geometry((1 + k,), (1024,), smem=st.lone_smem(session)), args, reps,
+        record=((1 + k) * 6,), order=Order.REPEAT))
+    host = {n: out.raw[n].reshape(reps + 1, 1 + k, 6) for n in LOADED_LENGTHS}
     for n, r, end in want:
         if int(host[n][r, 0, 1]) != end:
             raise ChainError(f"{name}: launch {r} of length {n} ended at "
@@ -216,12 +212,11 @@ def _measure_loaded(s: MovementGpu, share: int, arch: str):
 
 def loaded(session: "GpuCharSession", share: int, arch: str, artifact) -> Measured:
     """Device-memory load latency while `share` percent of the other SMs stream."""
-    s = state(session)
-    point, cycles, reps, slice_, probe = once(session, ("loaded", share),
-                                              lambda: _measure_loaded(s, share, arch))
+    point, cycles, reps, slice_, probe = st.once(session, ("loaded", share),
+                                                 lambda: _measure_loaded(session, share, arch))
     if share == LOADED_SHARES[-1]:
-        once(session, ("loaded_plot",), lambda: plots.save_loaded(
-            artifact, [loaded_point(session, x, arch) for x in LOADED_SHARES], s.dev))
+        st.once(session, ("loaded_plot",), lambda: plots.save_loaded(
+            artifact, [loaded_point(session, x, arch) for x in LOADED_SHARES], session.gpu.dev))
     m = Measurement.of_fit(
         f"movement.loaded.latency.s{share}", point.latency, "cycles",
         method=(f"CTA 0 chases device memory (random lines of a buffer >= 4 x L2, none visited "
@@ -231,12 +226,11 @@ def loaded(session: "GpuCharSession", share: int, arch: str, artifact) -> Measur
                 f"{slice_ // MIB} MiB each) are streaming"),
         data={"cycles": cycles, "streamers": point.streamers,
               "achieved_gbps": round(point.gbps, 1), "covered": point.covered,
-              "sass_unit": s.unit(probe), "tolerance": dict(LOADED_TOL)})
+              "sass_unit": st.unit(session, probe), "tolerance": dict(LOADED_TOL)})
     if not point.covered and not m.unstable:
         m.unstable = "a chase ran outside the streamers' window: the load did not cover it"
-    return Measured(m, sass=s.sass(probe))
+    return Measured(m, sass=st.sass(session, probe))
 
 
 def loaded_point(session: "GpuCharSession", share: int, arch: str) -> analysis.LoadedPoint:
-    s = state(session)
-    return once(session, ("loaded", share), lambda: _measure_loaded(s, share, arch))[0]
+    return st.once(session, ("loaded", share), lambda: _measure_loaded(session, share, arch))[0]

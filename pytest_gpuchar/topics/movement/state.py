@@ -1,8 +1,10 @@
-"""The movement topic's GPU state for one pytest session (made once through session.runs):
-the driver-JIT SASS of each probe verified once, the cluster launcher, and the device
-buffers every measurement shares (a buffer several times the L2, its copy target, a clean
-scratch buffer that evicts the L2 by being read). Every launch goes through the session's
-Gpu (ensure_alive) and every batch ends with its watchdog wait."""
+"""What every movement measurement of one pytest session shares, as functions of the session
+(kept in session.runs and the launch stage, made once): the driver-JIT SASS of each probe
+verified once (the verification door), the launch geometry that keeps one CTA per SM, the
+device buffers (a buffer several times the L2, its copy target, a clean scratch buffer that
+evicts the L2 by being read) and the one random generator the chains are drawn from. Every
+launch goes through the session's launch stage (core.runner): cuLaunchKernelEx, with the
+cluster attribute where a row asks for one."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -12,8 +14,8 @@ import numpy as np
 from ...core.build import Built
 from ...core.gpu import PASSES
 from ...core.probe import Probe
+from ...core.runner import Launch
 from ...core.verify import Verdict
-from ...core.driver import ClusterLauncher
 from .rows import STREAM_ROWS, TMA_STAGE, TMA_TRIPS, Region
 
 if TYPE_CHECKING:
@@ -32,113 +34,108 @@ def round_up(n: int, step: int) -> int:
     return -(-n // step) * step
 
 
-class MovementGpu:
-    """See the module docstring."""
+def once(session: "GpuCharSession", key: tuple, make):
+    """A measurement several tests share, made once per session."""
+    return session.runs.once(("movement", *key), make)
 
-    def __init__(self, session: "GpuCharSession") -> None:
-        self.session = session
-        self.gpu = session.gpu
-        self.dev = self.gpu.dev
-        self.launcher = ClusterLauncher(self.gpu)
-        self.repeats = session.repeats
-        self._built: dict[str, tuple[Built, Verdict]] = {}
-        self._buffers: dict[str, object] = {}
-        self.rng = np.random.default_rng(15)
 
-    # --- probes --------------------------------------------------------------------------
-    def built(self, probe: Probe) -> tuple[Built, Verdict]:
-        """The probe as the driver JIT-linked it (its group's module) and its verdict on the
-        driver's SASS (once; ProbeInvalid is raised, never a number)."""
-        if probe.name not in self._built:
-            built = self.session.builds.jit(probe, self.dev)
-            self._built[probe.name] = (built, self.session.verify(probe, built.functions))
-        return self._built[probe.name]
+# --- probes --------------------------------------------------------------------------------------
 
-    def function(self, probe: Probe, n: int):
-        return self.built(probe)[0].compiled.function(probe.entries[n])
+def built(session: "GpuCharSession", probe: Probe) -> tuple[Built, Verdict]:
+    """The probe as the driver JIT-linked it (its group's module) and its verdict on the
+    driver's SASS (once; ProbeInvalid is raised, never a number)."""
+    def make():
+        b = session.builds.jit(probe, session.gpu.dev)
+        return b, session.verify(probe, b.functions)
+    return once(session, ("built", probe.name), make)
 
-    def sass(self, probe: Probe) -> str:
-        return probe.snapshot_text(self.built(probe)[0].functions)
 
-    def unit(self, probe: Probe) -> dict:
-        return dict(self.built(probe)[1].unit)
+def function(session: "GpuCharSession", probe: Probe, n: int):
+    return built(session, probe)[0].compiled.function(probe.entries[n])
 
-    # --- geometry -------------------------------------------------------------------------
-    @property
-    def sms(self) -> int:
-        return self.dev.sm_count
 
-    @property
-    def lone_smem(self) -> int:
-        """Dynamic shared memory that keeps a second CTA off an SM (more than half of it)."""
-        return self.dev.shared_per_sm // 2 + 1024
+def functions(session: "GpuCharSession", probe: Probe, lengths) -> dict:
+    """length -> the launchable kernel of that length."""
+    return {n: function(session, probe, n) for n in lengths}
 
-    def smem_for(self, need: int) -> int:
-        return max(need, self.lone_smem)
 
-    @property
-    def big_bytes(self) -> int:
-        """Several times the L2 (the device-memory rows read slices of it): at least 4 x L2
-        and room for every CTA's slice of the longest stream."""
-        longest = max([r.trips[-1] * r.advance for r in STREAM_ROWS if r.region is Region.SLICE]
-                      + [(2 + 2 * TMA_TRIPS[-1]) * TMA_STAGE])
-        return round_up(max(4 * self.dev.l2_bytes, self.sms * longest), GROW)
+def sass(session: "GpuCharSession", probe: Probe) -> str:
+    return probe.snapshot_text(built(session, probe)[0].functions)
 
-    def slice_bytes(self) -> int:
-        """Each CTA's share of the big buffer, in whole 64 KiB steps."""
-        return (self.big_bytes // self.sms) // 65536 * 65536
 
-    # --- buffers --------------------------------------------------------------------------
-    def buffer(self, name: str, nbytes: int):
-        """A zeroed device buffer of u64 words, made once per name."""
-        import cupy as cp
-        buf = self._buffers.get(name)
-        if buf is None or buf.nbytes < nbytes:
-            buf = cp.zeros(round_up(nbytes, 8) // 8, dtype=np.uint64)
-            self._buffers[name] = buf
-        return buf
+def unit(session: "GpuCharSession", probe: Probe) -> dict:
+    return dict(built(session, probe)[1].unit)
 
-    def big(self):
-        return self.buffer("big", self.big_bytes)
 
-    def dst(self):
-        return self.buffer("dst", self.big_bytes)
+# --- geometry ------------------------------------------------------------------------------------
 
-    def flush_l2(self) -> None:
-        """Evict the L2 by reading a clean buffer of twice its size (a read leaves no dirty
-        line to be written back during the next measurement)."""
-        scratch = self.buffer("scratch", 2 * self.dev.l2_bytes)
-        scratch.sum()
+def sms(session: "GpuCharSession") -> int:
+    return session.gpu.dev.sm_count
 
-    @staticmethod
-    def address(buf) -> int:
-        """The device address of a buffer."""
-        return int(buf.data.ptr)
 
-    def upload(self, buf, idx: np.ndarray, values: np.ndarray, dtype) -> None:
-        """Write `values` at word indices `idx` of `buf` viewed as `dtype`."""
-        import cupy as cp
-        view = buf.view(dtype)
-        view[cp.asarray(np.asarray(idx, dtype=np.int64))] = cp.asarray(values.astype(dtype))
+def lone_smem(session: "GpuCharSession") -> int:
+    """Dynamic shared memory that keeps a second CTA off an SM (more than half of it)."""
+    return session.gpu.dev.shared_per_sm // 2 + 1024
 
-    # --- launching ------------------------------------------------------------------------
-    def launch(self, fn, grid, block, args, *, name: str, cluster: int | None = None,
-               shared_mem: int = 0) -> None:
-        self.launcher.launch(fn, tuple(grid), tuple(block), args, name=name, cluster=cluster,
-                             shared_mem=shared_mem)
 
-    def wait(self, name: str) -> None:
-        self.gpu.wait(name)
+def smem_for(session: "GpuCharSession", need: int) -> int:
+    return max(need, lone_smem(session))
 
-    @staticmethod
-    def records(shape: tuple, dtype=np.uint64):
-        import cupy as cp
-        return cp.zeros(shape, dtype=dtype)
 
-    @staticmethod
-    def to_device(values: np.ndarray):
-        import cupy as cp
-        return cp.asarray(values)
+def geometry(grid, block, *, smem: int = 0, cluster: int | None = None) -> Launch:
+    """A movement launch: through cuLaunchKernelEx, with the cluster attribute if given."""
+    return Launch(tuple(grid), tuple(block), cluster, smem, driver=True)
+
+
+def big_bytes(session: "GpuCharSession") -> int:
+    """Several times the L2 (the device-memory rows read slices of it): at least 4 x L2
+    and room for every CTA's slice of the longest stream."""
+    longest = max([r.trips[-1] * r.advance for r in STREAM_ROWS if r.region is Region.SLICE]
+                  + [(2 + 2 * TMA_TRIPS[-1]) * TMA_STAGE])
+    return round_up(max(4 * session.gpu.dev.l2_bytes, sms(session) * longest), GROW)
+
+
+def slice_bytes(session: "GpuCharSession") -> int:
+    """Each CTA's share of the big buffer, in whole 64 KiB steps."""
+    return (big_bytes(session) // sms(session)) // 65536 * 65536
+
+
+# --- buffers -------------------------------------------------------------------------------------
+
+def buffer(session: "GpuCharSession", name: str, nbytes: int):
+    """A zeroed device buffer of u64 words, made once per name."""
+    return session.runner.buffer(f"movement.{name}", nbytes)
+
+
+def big(session: "GpuCharSession"):
+    return buffer(session, "big", big_bytes(session))
+
+
+def dst(session: "GpuCharSession"):
+    return buffer(session, "dst", big_bytes(session))
+
+
+def flush_l2(session: "GpuCharSession") -> None:
+    """Evict the L2 by reading a clean buffer of twice its size (a read leaves no dirty
+    line to be written back during the next measurement)."""
+    session.runner.evict_l2_by_reading(session.gpu.dev.l2_bytes, "movement.scratch")
+
+
+def address(buf) -> int:
+    """The device address of a buffer."""
+    return int(buf.data.ptr)
+
+
+def upload(buf, idx: np.ndarray, values: np.ndarray, dtype) -> None:
+    """Write `values` at word indices `idx` of `buf` viewed as `dtype`."""
+    import cupy as cp
+    view = buf.view(dtype)
+    view[cp.asarray(np.asarray(idx, dtype=np.int64))] = cp.asarray(values.astype(dtype))
+
+
+def rng(session: "GpuCharSession") -> np.random.Generator:
+    """The session's one generator of chains and layouts (drawn in the order rows run)."""
+    return once(session, ("rng",), lambda: np.random.default_rng(15))
 
 
 def passes() -> np.uint32:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ...core.fit import SPREAD_REL, fit
+from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
@@ -18,7 +19,8 @@ from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
                    LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
-from .state import ChainError, MovementGpu, passes
+from . import state as st
+from .state import ChainError, passes
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -34,14 +36,6 @@ WHAT = {Mechanism.PLAIN: "one warp's ld.global.cg.v4 (32 B per thread)",
 WHERE = {Level.L2: f"{TMA_L2_BLOCKS} blocks in the L2 (walked once before)",
          Level.DRAM: "a random block of a buffer >= 4 x L2 per transfer, the L2 evicted "
                      "first, no block visited twice"}
-
-
-def state(session: "GpuCharSession") -> MovementGpu:
-    return session.runs.once(("movement", "state"), lambda: MovementGpu(session))
-
-
-def once(session: "GpuCharSession", key: tuple, make):
-    return session.runs.once(("movement", *key), make)
 
 
 class Chain:
@@ -60,76 +54,86 @@ class Chain:
         return layouts.tma_position(self.mech, self.chain.position(self.cursor))
 
 
-def _tensor_map(s: MovementGpu, mech: Mechanism, big):
+def _tensor_map(session: "GpuCharSession", mech: Mechanism, big):
     """The tensor map over the big buffer (u32 elements); a refusal is reported with the
     driver's error."""
-    nbytes = s.big_bytes
+    nbytes = st.big_bytes(session)
+    driver = session.runner.launcher.driver
     if mech is Mechanism.TENSOR1D:
-        return s.launcher.driver.encode_tiled(s.address(big), (nbytes // TENSOR_ELEM,), (),
-                                              (TENSOR1D_BOX,))
+        return driver.encode_tiled(st.address(big), (nbytes // TENSOR_ELEM,), (),
+                                   (TENSOR1D_BOX,))
     rows = nbytes // (TENSOR2D_WIDTH * TENSOR_ELEM)
-    return s.launcher.driver.encode_tiled(s.address(big), (TENSOR2D_WIDTH, rows),
-                                          (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
+    return driver.encode_tiled(st.address(big), (TENSOR2D_WIDTH, rows),
+                               (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
 
 
-def tma_repeats(s: MovementGpu, row: TmaRow) -> tuple[int, int]:
+def tma_repeats(session: "GpuCharSession", row: TmaRow) -> tuple[int, int]:
     """(launches, chain blocks) of a TMA latency row. Device memory: TMA_DRAM_REPEATS launches
     (fewer only where the buffer holds too few blocks), every transfer a block of its own."""
     if row.level is not Level.DRAM:
-        return s.repeats, TMA_L2_BLOCKS
-    return layouts.fresh_launches(s.repeats, TMA_DRAM_REPEATS,
-                                  layouts.tma_capacity(row.mechanism, s.big_bytes),
+        return session.repeats, TMA_L2_BLOCKS
+    return layouts.fresh_launches(session.repeats, TMA_DRAM_REPEATS,
+                                  layouts.tma_capacity(row.mechanism, st.big_bytes(session)),
                                   int(passes()) * sum(TMA_LENGTHS))
 
 
-def _prepare_chain(s: MovementGpu, row: TmaRow, big, blocks: int) -> Chain:
+def _prepare_chain(session: "GpuCharSession", row: TmaRow, big, blocks: int) -> Chain:
     mech = row.mechanism
-    capacity = layouts.tma_capacity(mech, s.big_bytes)
+    capacity = layouts.tma_capacity(mech, st.big_bytes(session))
     dram = row.level is Level.DRAM
-    chain = layouts.block_chain(blocks, capacity, TMA_BYTES, s.rng, sparse=dram)
+    chain = layouts.block_chain(blocks, capacity, TMA_BYTES, st.rng(session), sparse=dram)
     idx, val = layouts.tma_words(mech, chain)
-    s.upload(big, idx, val, np.uint32)
+    st.upload(big, idx, val, np.uint32)
     return Chain(chain, mech)
 
 
-def warm_chain(s: MovementGpu, fn, longest: int, grid: tuple, block: tuple, chain: Chain, big,
-               tmap: tuple, name: str, *, cluster: int | None = None, records: int = 4,
-               shared_mem: int = 0):
+def warm_chain(session: "GpuCharSession", fn, longest: int, grid: tuple, block: tuple,
+               chain: Chain, big, tmap: tuple, name: str, *, cluster: int | None = None,
+               records: int = 4, shared_mem: int = 0):
     """Walk an L2-resident chain's whole cycle once with the kernel of `longest` steps per
     pass (enough passes), so every block is in the L2; returns the launch's record buffer
     (kept alive until the wait)."""
     warm = -(-chain.chain.count // longest) + 1
-    out = s.records((records,))
-    s.launch(fn, grid, block, (out, big, chain.start(), np.uint32(warm), *tmap), name=name,
-             cluster=cluster, shared_mem=shared_mem)
+    out = session.runner.zeros((records,))
+    session.runner.enqueue(fn, st.geometry(grid, block, smem=shared_mem, cluster=cluster),
+                           (out, big, chain.start(), np.uint32(warm), *tmap), name=name)
     chain.advance(warm * longest)
     return out
 
 
-def _measure_tma(s: MovementGpu, row: TmaRow, arch: str):
+def chain_args(chain: Chain, want: list, extra: tuple = ()):
+    """The argument factory of a chain's timed launches: each launch starts where the last
+    one ended; its expected end is appended to `want` as (length, launch, end)."""
+    def args(n):
+        def one(r, rec):
+            start = chain.start()
+            want.append((n, r, chain.advance(int(passes()) * n)))
+            return (rec, extra[0], start, passes(), *extra[1:])
+        return one
+    return args
+
+
+def _measure_tma(session: "GpuCharSession", row: TmaRow, arch: str):
     probe = kernels.tma_probe(row.mechanism, arch)
     name = f"{probe.name}/{row.level.value}"
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in TMA_LENGTHS}
-    big = s.big()
+    st.built(session, probe)
+    fns = st.functions(session, probe, TMA_LENGTHS)
+    big = st.big(session)
     tmap = () if row.mechanism in (Mechanism.PLAIN, Mechanism.BULK) else \
-        (_tensor_map(s, row.mechanism, big),)
-    reps, blocks = tma_repeats(s, row)
-    chain = _prepare_chain(s, row, big, blocks)
+        (_tensor_map(session, row.mechanism, big),)
+    reps, blocks = tma_repeats(session, row)
+    chain = _prepare_chain(session, row, big, blocks)
     threads = 32 if row.mechanism is Mechanism.PLAIN else 1
     longest = TMA_LENGTHS[-1]
-    keep = warm_chain(s, fns[longest], longest, (1,), (threads,), chain, big, tmap, name) \
-        if row.level is Level.L2 else s.flush_l2()
+    keep = warm_chain(session, fns[longest], longest, (1,), (threads,), chain, big, tmap,
+                      name) if row.level is Level.L2 else st.flush_l2(session)
     dram = row.level is Level.DRAM
-    outs, want = {n: s.records((reps + 1, 4)) for n in TMA_LENGTHS}, []
-    for r in range(reps + 1):
-        for n in TMA_LENGTHS:
-            s.launch(fns[n], (1,), (threads,), (outs[n][r], big, chain.start(), passes(), *tmap),
-                     name=name)
-            want.append((n, r, chain.advance(int(passes()) * n)))
-    s.wait(name)
+    want: list = []
+    out = session.runner.measure(Plan(
+        name, fns, st.geometry((1,), (threads,)), chain_args(chain, want, (big, *tmap)), reps,
+        record=(4,), order=Order.REPEAT))
     del keep
-    host = {n: outs[n].get() for n in TMA_LENGTHS}
+    host = out.raw
     for n, r, end in want:
         if int(host[n][r, 1]) != end:
             raise ChainError(f"{name}: launch {r} of length {n} ended at {int(host[n][r, 1]):#x}, "
@@ -142,45 +146,42 @@ def _measure_tma(s: MovementGpu, row: TmaRow, arch: str):
 
 def tma_latency(session: "GpuCharSession", row: TmaRow, arch: str) -> Measured:
     """Completion latency of a dependent 1 KiB transfer (issue to data usable)."""
-    s = state(session)
     try:
-        f, cycles, probe, reps = once(session, ("tma", row.id),
-                                      lambda: _measure_tma(s, row, arch))
+        f, cycles, probe, reps = st.once(session, ("tma", row.id),
+                                         lambda: _measure_tma(session, row, arch))
     except TensorMapRejected as e:
         return Measured(checks=[f"TMA descriptor rejected by the driver: {e}"])
     return Measured(Measurement.of_fit(
         f"movement.tma.latency.{row.mechanism.value}.{row.level.value}", f, "cycles",
         method=METHOD_TMA.format(what=WHAT[row.mechanism], lengths=list(TMA_LENGTHS),
                                  reps=reps, where=WHERE[row.level]),
-        data={"cycles": cycles, "sass_unit": s.unit(probe), "bytes": TMA_BYTES,
+        data={"cycles": cycles, "sass_unit": st.unit(session, probe), "bytes": TMA_BYTES,
               "tolerance": dict(DRAM_TOL if row.level is Level.DRAM else LATENCY_TOL)}),
-        sass=s.sass(probe))
+        sass=st.sass(session, probe))
 
 
 # --- multicast -----------------------------------------------------------------------------------
 
-def _measure_multicast(s: MovementGpu, row: MulticastRow):
+def _measure_multicast(session: "GpuCharSession", row: MulticastRow):
     probe = kernels.multicast_probe(row.multicast, "sm_90")
     c = row.cluster
     name = f"{probe.name}/c{c}"
-    s.built(probe)
-    fns = {n: s.function(probe, n) for n in MULTICAST_LENGTHS}
-    smem = s.lone_smem      # one CTA per SM
-    s.launcher.clusters(fns[MULTICAST_LENGTHS[0]], name, c, (1,), smem)
-    big = s.big()
-    chain = _prepare_chain(s, TmaRow(Mechanism.BULK, Level.L2), big, TMA_L2_BLOCKS)
+    st.built(session, probe)
+    fns = st.functions(session, probe, MULTICAST_LENGTHS)
+    smem = st.lone_smem(session)      # one CTA per SM
+    session.runner.launcher.clusters(fns[MULTICAST_LENGTHS[0]], name, c, (1,), smem)
+    big = st.big(session)
+    chain = _prepare_chain(session, TmaRow(Mechanism.BULK, Level.L2), big, TMA_L2_BLOCKS)
     longest = MULTICAST_LENGTHS[-1]
-    keep = warm_chain(s, fns[longest], longest, (c,), (1,), chain, big, (), name, cluster=c,
-                      records=c * (-(-TMA_L2_BLOCKS // longest) + 1) * 4, shared_mem=smem)
-    outs, want = {n: s.records((s.repeats + 1, c * 2 * 4)) for n in MULTICAST_LENGTHS}, []
-    for r in range(s.repeats + 1):
-        for n in MULTICAST_LENGTHS:
-            s.launch(fns[n], (c,), (1,), (outs[n][r], big, chain.start(), passes()), name=name,
-                     cluster=c, shared_mem=smem)
-            want.append((n, r, chain.advance(int(passes()) * n)))
-    s.wait(name)
+    keep = warm_chain(session, fns[longest], longest, (c,), (1,), chain, big, (), name,
+                      cluster=c, records=c * (-(-TMA_L2_BLOCKS // longest) + 1) * 4,
+                      shared_mem=smem)
+    reps, want = session.repeats, []
+    out = session.runner.measure(Plan(
+        name, fns, st.geometry((c,), (1,), smem=smem, cluster=c), chain_args(chain, want, (big,)),
+        reps, record=(c * 2 * 4,), order=Order.REPEAT))
     del keep
-    host = {n: outs[n].get().reshape(s.repeats + 1, c, 2, 4) for n in MULTICAST_LENGTHS}
+    host = {n: out.raw[n].reshape(reps + 1, c, 2, 4) for n in MULTICAST_LENGTHS}
     for n, r, end in want:
         got = host[n][r, :, 1, 1]
         if not (got == end).all():
@@ -195,9 +196,9 @@ def _measure_multicast(s: MovementGpu, row: MulticastRow):
 def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measured:
     """A 1 KiB block delivered to every CTA of a cluster: one multicast copy issued by rank 0
     against every CTA copying it itself; each round closes with a relaxed cluster barrier."""
-    s = state(session)
     kernels.multicast_probe(row.multicast, arch)      # NotApplicable before sm_90
-    f, cycles, probe = once(session, ("multicast", row.id), lambda: _measure_multicast(s, row))
+    f, cycles, probe = st.once(session, ("multicast", row.id),
+                               lambda: _measure_multicast(session, row))
     how = ("rank 0 issues cp.async.bulk ... .multicast::cluster to all CTAs" if row.multicast
            else "every CTA issues its own cp.async.bulk of the same block")
     return Measured(Measurement.of_fit(
@@ -206,9 +207,9 @@ def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measur
                f"{how}, each waits for its own completion, then barrier.cluster.arrive.relaxed + "
                f"wait; the next block's offset read from the data; slope over "
                f"{list(MULTICAST_LENGTHS)} rounds of CTA 0's %clock64 cycles, median of "
-               f"{s.repeats} launches; blocks L2-resident",
-        data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": dict(LATENCY_TOL)}), sass=s.sass(probe))
+               f"{session.repeats} launches; blocks L2-resident",
+        data={"cycles": cycles, "sass_unit": st.unit(session, probe),
+              "tolerance": dict(LATENCY_TOL)}), sass=st.sass(session, probe))
 
 
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
@@ -233,36 +234,38 @@ def cp_async_layout(kind: Async) -> AsyncChain:
     return AsyncChain(32, 32, False, 0, SPREAD_REL)
 
 
-def _measure_cp_async(s: MovementGpu, kind: Async, probe):
+def _measure_cp_async(session: "GpuCharSession", kind: Async, probe):
     """A chain of nodes (cp_async_layout); each pass of a launch walks the same n nodes from
     the launch's start, and each launch starts where the last one ended."""
     name = probe.name
     chain = cp_async_layout(kind)
     nodes = chain.nodes
-    reps = max(s.repeats, chain.least_launches)
-    buf = s.buffer(f"cp_async_{kind.value}", chain.lines * LINE)
-    order = layouts.block_chain(nodes, chain.lines, LINE, s.rng, sparse=chain.sparse)
+    reps = max(session.repeats, chain.least_launches)
+    buf = st.buffer(session, f"cp_async_{kind.value}", chain.lines * LINE)
+    order = layouts.block_chain(nodes, chain.lines, LINE, st.rng(session), sparse=chain.sparse)
     nxt = np.roll(order.order, -1)
-    s.upload(buf, order.order * LINE // 4, (nxt * LINE).astype(np.uint32), np.uint32)
-    fns = {n: s.function(probe, n) for n in ASYNC_LENGTHS}
+    st.upload(buf, order.order * LINE // 4, (nxt * LINE).astype(np.uint32), np.uint32)
+    fns = st.functions(session, probe, ASYNC_LENGTHS)
     longest = ASYNC_LENGTHS[-1]
-    cursor = 0
     warm = 2            # passes over the first `longest` nodes: module, TLB and lines loaded
-    keep = s.records((4,))
-    s.launch(fns[longest], (1,), (1,), (keep, buf, np.uint64(order.position(0) * LINE),
-                                        np.uint32(warm)), name=name)
-    cursor += longest       # every pass walks the same nodes from the start
-    outs, want = {n: s.records((reps + 1, 4)) for n in ASYNC_LENGTHS}, []
-    for r in range(reps + 1):
-        for n in ASYNC_LENGTHS:
-            s.launch(fns[n], (1,), (1,), (outs[n][r], buf,
-                                          np.uint64(order.position(cursor) * LINE), passes()),
-                     name=name)
-            cursor += n
-            want.append((n, r, order.position(cursor) * LINE))
-    s.wait(name)
+    keep = session.runner.zeros((4,))
+    session.runner.enqueue(fns[longest], st.geometry((1,), (1,)),
+                           (keep, buf, np.uint64(order.position(0) * LINE), np.uint32(warm)),
+                           name=name)
+    walk = {"cursor": longest}       # every pass walks the same nodes from the start
+    want: list = []
+
+    def args(n):
+        def one(r, rec):
+            start = np.uint64(order.position(walk["cursor"]) * LINE)
+            walk["cursor"] += n
+            want.append((n, r, order.position(walk["cursor"]) * LINE))
+            return (rec, buf, start, passes())
+        return one
+    out = session.runner.measure(Plan(name, fns, st.geometry((1,), (1,)), args, reps,
+                                      record=(4,), order=Order.REPEAT))
     del keep
-    host = {n: outs[n].get() for n in ASYNC_LENGTHS}
+    host = out.raw
     for n, r, end in want:
         if int(host[n][r, 1]) != end:
             raise ChainError(f"{name}: launch {r} of length {n} ended at offset "
@@ -270,20 +273,19 @@ def _measure_cp_async(s: MovementGpu, kind: Async, probe):
     return {n: [int(v) for v in host[n][1:, 0]] for n in ASYNC_LENGTHS}, ASYNC_LENGTHS
 
 
-def _measure_sync_op(s: MovementGpu, kind: Async, probe):
+def _measure_sync_op(session: "GpuCharSession", kind: Async, probe):
     """mbarrier and fence rows: one thread, one CTA; the wait chains must end on the first
     barrier (every wait saw its phase complete)."""
-    lengths = FENCE_LENGTHS if kind in (Async.FENCE, Async.STORE_FENCE) else MBAR_LENGTHS
-    fns = {n: s.function(probe, n) for n in lengths}
-    value = s.to_device(np.array([0x5A5A5A5A, 0], dtype=np.uint32))
-    outs = {n: s.records((s.repeats + 1, 4)) for n in lengths}
-    for r in range(s.repeats + 1):
-        for n in lengths:
-            args = (outs[n][r], value, passes()) if kind in (Async.FENCE, Async.STORE_FENCE) \
-                else (outs[n][r], passes())
-            s.launch(fns[n], (1,), (1,), args, name=probe.name)
-    s.wait(probe.name)
-    host = {n: outs[n].get() for n in lengths}
+    fence = kind in (Async.FENCE, Async.STORE_FENCE)
+    lengths = FENCE_LENGTHS if fence else MBAR_LENGTHS
+    fns = st.functions(session, probe, lengths)
+    value = session.runner.to_device(np.array([0x5A5A5A5A, 0], dtype=np.uint32))
+    out = session.runner.measure(Plan(
+        probe.name, fns, st.geometry((1,), (1,)),
+        lambda n: ((lambda r, rec: (rec, value, passes())) if fence else
+                   (lambda r, rec: (rec, passes()))),
+        session.repeats, record=(4,), order=Order.REPEAT))
+    host = out.raw
     if kind in (Async.TEST_WAIT, Async.TRY_WAIT):
         bad = {n: int(h[0, 2]) for n, h in host.items() if (h[:, 2] != 0).any()}
         if bad:
@@ -313,15 +315,14 @@ ASYNC_METHOD = {
 
 def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
     """cp.async round trips, mbarrier arrive / wait steps, async-proxy fences."""
-    s = state(session)
     probe = chases.async_probe(kind, arch)
 
     def make():
-        s.built(probe)
+        st.built(session, probe)
         if kind in (Async.CP_ASYNC_CA, Async.CP_ASYNC_CG):
-            return _measure_cp_async(s, kind, probe)
-        return _measure_sync_op(s, kind, probe)
-    cycles, lengths = once(session, ("async", kind.value), make)
+            return _measure_cp_async(session, kind, probe)
+        return _measure_sync_op(session, kind, probe)
+    cycles, lengths = st.once(session, ("async", kind.value), make)
     f = fit(cycles, {n: n for n in lengths}, spread_rel=cp_async_layout(kind).spread_rel
             if kind in (Async.CP_ASYNC_CA, Async.CP_ASYNC_CG) else SPREAD_REL)
     launches = len(cycles[lengths[0]])
@@ -329,5 +330,5 @@ def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
         f"movement.async.{kind.value}", f, "cycles/op",
         method=f"{ASYNC_METHOD[kind]}; slope of %clock64 cycles over {list(lengths)} steps, "
                f"one thread, second pass, median of {launches} launches after a warm-up",
-        data={"cycles": cycles, "sass_unit": s.unit(probe),
-              "tolerance": dict(LATENCY_TOL)}), sass=s.sass(probe))
+        data={"cycles": cycles, "sass_unit": st.unit(session, probe),
+              "tolerance": dict(LATENCY_TOL)}), sass=st.sass(session, probe))

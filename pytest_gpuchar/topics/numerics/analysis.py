@@ -1,11 +1,11 @@
 """The numerics experiments as host-side analysis over a tensor core: the element-wise
 profiling of Tables 12-15, the chain matmul of Figs 19-20, the fragment-layout checks, the
 bit snapshot's text, and the paper's observations as invariants. Pure: a tensor core is
-anything with ``run(s, A, B, C)`` (the GPU's Runner in run.py, or a CPU model)."""
+anything with ``run(s, A, B, C)`` (the GPU's Operations from run.py, or a CPU model)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Callable, Protocol
 
 import numpy as np
 
@@ -22,6 +22,14 @@ class TensorCore(Protocol):
     def run(self, s: MmaRow, A, B, C=None) -> np.ndarray: ...
 
     def verify(self, s: MmaRow) -> TensorPath: ...
+
+
+@dataclass(frozen=True)
+class Operations:
+    """A tensor core given by its operations (the GPU's: run.runner, fp8_run.runner)."""
+    run: Callable
+    verify: Callable
+    sass_text: Callable
 
 
 class ModelTensorCore:

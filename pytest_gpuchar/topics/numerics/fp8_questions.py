@@ -2,7 +2,7 @@
 fewer bits than FP32 (public FP8 training reports: about 14): how many significant bits of
 C + products survive, how the kept result is rounded, whether products are summed in blocks,
 and the error growth with K against an exact reference. Pure: a tensor core is anything with
-``run(s, A, B, C)`` (the GPU's WgmmaRunner or a CPU model); FP8 values via ml_dtypes."""
+``run(s, A, B, C)`` (the GPU's, fp8_run.runner, or a CPU model); FP8 values via ml_dtypes."""
 from __future__ import annotations
 
 import math

@@ -12,6 +12,7 @@ import numpy as np
 
 from ...core.build import Group
 from ...core.probe import NotApplicable
+from ...core.runner import Launch
 from ...results.judge import Measured, Measurement, Result, Status
 from ...results.plots import plain_log_ticks, pyplot, save
 from . import analysis, reference
@@ -66,14 +67,66 @@ def layout_check(tc, s) -> None:
                              f"or accumulator fragment layout is not the PTX ISA's")
 
 
-def runner(session: "GpuCharSession") -> fw.WgmmaRunner:
-    """One runner per session; its layouts checked once per kernel before any figure."""
+def _probe(session: "GpuCharSession", s: fw.WgmmaRow):
+    arch = session.gpu.dev.arch
+    probes = {p.mma.name: p for p in fw.probes(arch)}
+    if s.name not in probes:
+        raise NotApplicable(s.unsupported(arch) or s.name)
+    return probes[s.name]
+
+
+def _built(session: "GpuCharSession", s: fw.WgmmaRow):
+    dev = session.gpu.dev
+    probe = _probe(session, s)
+    return session.runs.once(("numerics", "fp8_wgmma", "built", dev.driver, s.name),
+                             lambda: session.builds.jit(probe, dev))
+
+
+def verify(session: "GpuCharSession", s: fw.WgmmaRow):
+    """The kernel's driver SASS through the verification door, once: a QGMMA path."""
+    dev = session.gpu.dev
+    return session.runs.once(
+        ("numerics", "fp8_wgmma", "path", dev.driver, s.name),
+        lambda: session.verify(_probe(session, s), _built(session, s).functions).path)
+
+
+def run_bits(session: "GpuCharSession", s: fw.WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+    """D = A*B + C for T 64x8 tiles given as bit patterns, one launch (a warpgroup a tile)."""
+    import cupy as cp
+    verify(session, s)
+    name = f"numerics/{s.name}"
+    session.gpu.ensure_alive(name)
+    T = a_bits.shape[0]
+    gab = cp.asarray(fw.pack_ab(s, a_bits, b_bits))
+    gc = cp.asarray(fw.pack_c(c_bits))
+    gd = cp.zeros((T, fw.THREADS, s.n // 2), dtype=cp.uint32)
+    fn = _built(session, s).compiled.function(s.entry)
+    session.runner.once(name, fn, Launch((T,), (fw.THREADS,)), (gab, gc, gd, np.uint32(T)))
+    return fw.unpack_d(gd.get(), s.n)
+
+
+def run_tiles(session: "GpuCharSession", s: fw.WgmmaRow, A, B, C=None) -> np.ndarray:
+    A = np.asarray(A)
+    if C is None:
+        C = np.zeros((A.shape[0], s.m, s.n))
+    d = run_bits(session, s, reference.encode(reference.to_type(A, s.in_type), s.in_type),
+                 reference.encode(reference.to_type(B, s.in_type), s.in_type),
+                 reference.encode(reference.to_type(C, "f32"), "f32"))
+    return reference.decode(d, "f32")
+
+
+def runner(session: "GpuCharSession") -> analysis.Operations:
+    """The GPU's FP8 wgmma tensor core (an analysis.TensorCore of this session's
+    functions), once per session; its layouts checked once per kernel before any figure."""
     dev = session.gpu.dev
 
-    def make() -> fw.WgmmaRunner:
+    def make() -> analysis.Operations:
         fw.require(dev.arch, "hardware: ")
         session.builds.jit_groups(dev, groups(dev.arch))
-        tc = fw.WgmmaRunner(session)
+        tc = analysis.Operations(
+            run=lambda s, A, B, C=None: run_tiles(session, s, A, B, C),
+            verify=lambda s: verify(session, s),
+            sass_text=lambda s: _probe(session, s).snapshot_text(_built(session, s).functions))
         for t in fw.TYPES:
             layout_check(tc, fw.wgmma_row(t))
         return tc

@@ -18,8 +18,7 @@ import numpy as np
 
 from ...core import archs, ptx
 from ...core.probe import NotApplicable
-from . import reference
-from .kernels import MmaProbe, TensorPath
+from .kernels import MmaProbe
 from .rows import MmaRow
 
 TARGET = "sm_90a"
@@ -176,57 +175,3 @@ def probes(arch: str) -> list[MmaProbe]:
 
 def module_text(part: list[MmaProbe]) -> str:
     return ptx.header(TARGET, "8.0") + "\n".join(p.kernels for p in part)
-
-
-# --- the tensor core on the GPU -----------------------------------------------------------
-
-class WgmmaRunner:
-    """D = A*B + C for batches of 64x8 tiles through the driver-JIT wgmma kernels (an
-    analysis.TensorCore for the FP8 WgmmaRows)."""
-
-    def __init__(self, session) -> None:
-        self.gpu = session.gpu
-        self.builds = session.builds
-        self.probes = {p.mma.name: p for p in probes(self.gpu.dev.arch)}
-        self.built: dict = {}
-        self.paths: dict[str, TensorPath] = {}
-        self.launches = 0
-
-    def _built(self, s: WgmmaRow):
-        if s.name not in self.built:
-            if s.name not in self.probes:
-                raise NotApplicable(s.unsupported(self.gpu.dev.arch) or s.name)
-            self.built[s.name] = self.builds.jit(self.probes[s.name], self.gpu.dev)
-        return self.built[s.name]
-
-    def verify(self, s: WgmmaRow) -> TensorPath:
-        if s.name not in self.paths:
-            self.paths[s.name] = self.probes[s.name].check(self._built(s).functions).path
-        return self.paths[s.name]
-
-    def sass_text(self, s: WgmmaRow) -> str:
-        return self.probes[s.name].snapshot_text(self._built(s).functions)
-
-    def run_bits(self, s: WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
-        import cupy as cp
-        self.verify(s)
-        name = f"numerics/{s.name}"
-        self.gpu.ensure_alive(name)
-        T = a_bits.shape[0]
-        gab = cp.asarray(pack_ab(s, a_bits, b_bits))
-        gc = cp.asarray(pack_c(c_bits))
-        gd = cp.zeros((T, THREADS, s.n // 2), dtype=cp.uint32)
-        fn = self._built(s).compiled.function(s.entry)
-        self.gpu.launch(fn, (T,), (THREADS,), (gab, gc, gd, np.uint32(T)), name=name)
-        self.gpu.wait(name)
-        self.launches += 1
-        return unpack_d(gd.get(), s.n)
-
-    def run(self, s: WgmmaRow, A, B, C=None) -> np.ndarray:
-        A = np.asarray(A)
-        if C is None:
-            C = np.zeros((A.shape[0], s.m, s.n))
-        d = self.run_bits(s, reference.encode(reference.to_type(A, s.in_type), s.in_type),
-                          reference.encode(reference.to_type(B, s.in_type), s.in_type),
-                          reference.encode(reference.to_type(C, "f32"), "f32"))
-        return reference.decode(d, "f32")

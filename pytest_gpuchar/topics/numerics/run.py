@@ -1,7 +1,7 @@
 """The numerics through the core: the module of every mma kernel (Group "numerics") assembled
 offline or JIT-linked by the driver once per session, each kernel verified (MmaProbe.check:
 tensor-core SASS or no number), tiles packed into fragments and launched through
-session.gpu; the rows of Tables 12-15, Fig 20, Fasi's questions and the bit snapshots as
+session.runner; the rows of Tables 12-15, Fig 20, Fasi's questions and the bit snapshots as
 Measured rows (or snapshot texts) for the test steps."""
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import numpy as np
 from ...core import archs
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
+from ...core.runner import Launch
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, reference, rows
 from . import fasi as questions
@@ -46,71 +47,76 @@ def groups(arch: str) -> list[Group]:
 
 # --- the tensor core on the GPU -------------------------------------------------------------
 
-class Runner:
-    """D = A*B + C for batches of tiles on the GPU through the driver JIT (an
-    analysis.TensorCore). `verify(s)` checks the driver's SASS once (NotTensorCore if no
-    tensor-core instruction); `run(s, A, B, C)` takes float tiles of the row's types."""
-
-    def __init__(self, session: "GpuCharSession") -> None:
-        self.gpu = session.gpu
-        self.builds = session.builds
-        self.arch = self.gpu.dev.arch
-        self.probes = {p.mma.name: p for p in kernels.probes(self.arch)}
-        self.builds.jit_groups(self.gpu.dev, groups(self.arch))
-        self.built: dict[str, Built] = {}
-        self.paths: dict[str, TensorPath] = {}
-        self.launches = 0
-
-    def _built(self, s: MmaRow) -> Built:
-        if s.name not in self.built:
-            if s.name not in self.probes:
-                raise ValueError(f"{s.name} is not supported on {self.arch}: "
-                                 f"{s.unsupported(self.arch)}")
-            self.built[s.name] = self.builds.jit(self.probes[s.name], self.gpu.dev)
-        return self.built[s.name]
-
-    def verify(self, s: MmaRow) -> TensorPath:
-        if s.name not in self.paths:
-            built = self._built(s)
-            self.paths[s.name] = self.probes[s.name].check(built.functions).path
-        return self.paths[s.name]
-
-    def sass_text(self, s: MmaRow) -> str:
-        """Normalised driver-JIT SASS of the row's kernel (invalid-probe messages)."""
-        return self.probes[s.name].snapshot_text(self._built(s).functions)
-
-    def run_bits(self, s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
-        import cupy as cp
-        self.verify(s)
-        name = f"numerics/{s.name}"
-        self.gpu.ensure_alive(name)
-        T = a_bits.shape[0]
-        ga = cp.asarray(kernels.pack(s, "a", a_bits))
-        gb = cp.asarray(kernels.pack(s, "b", b_bits))
-        gc = cp.asarray(kernels.pack(s, "c", c_bits))
-        gd = cp.zeros((T, 32, kernels.n_regs(s, "c")), dtype=cp.uint32)
-        fn = self._built(s).compiled.function(s.entry)
-        blocks = (T * 32 + THREADS - 1) // THREADS
-        self.gpu.launch(fn, (blocks,), (THREADS,), (ga, gb, gc, gd, np.uint32(T)), name=name)
-        self.gpu.wait(name)
-        self.launches += 1
-        return kernels.unpack(s, "c", gd.get())
-
-    def run(self, s: MmaRow, A, B, C=None) -> np.ndarray:
-        A = np.asarray(A)
-        if C is None:
-            C = np.zeros((A.shape[0], s.m, s.n))
-        d = self.run_bits(s, reference.encode(reference.to_type(A, s.in_type), s.in_type),
-                          reference.encode(reference.to_type(B, s.in_type), s.in_type),
-                          reference.encode(reference.to_type(C, s.c_type), s.c_type))
-        return reference.decode(d, s.c_type)
+def _probe(session: "GpuCharSession", s: MmaRow) -> MmaProbe:
+    arch = session.gpu.dev.arch
+    probes = {p.mma.name: p for p in kernels.probes(arch)}
+    if s.name not in probes:
+        raise ValueError(f"{s.name} is not supported on {arch}: {s.unsupported(arch)}")
+    return probes[s.name]
 
 
-def runner(session: "GpuCharSession") -> Runner:
-    """One Runner (one driver JIT of the numerics module) per session and device."""
+def _built(session: "GpuCharSession", s: MmaRow) -> Built:
+    """The row's kernel as the driver linked it (the numerics module, linked once)."""
+    dev = session.gpu.dev
+    session.runs.once(("numerics", "jit", dev.arch, dev.driver),
+                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
+    probe = _probe(session, s)
+    return session.runs.once(("numerics", "built", dev.arch, dev.driver, s.name),
+                             lambda: session.builds.jit(probe, dev))
+
+
+def verify(session: "GpuCharSession", s: MmaRow) -> TensorPath:
+    """The driver's SASS of the row's kernel through the verification door, once:
+    NotTensorCore if it holds no tensor-core instruction."""
+    dev = session.gpu.dev
+    return session.runs.once(
+        ("numerics", "path", dev.arch, dev.driver, s.name),
+        lambda: session.verify(_probe(session, s), _built(session, s).functions).path)
+
+
+def sass_text(session: "GpuCharSession", s: MmaRow) -> str:
+    """Normalised driver-JIT SASS of the row's kernel (invalid-probe messages)."""
+    return _probe(session, s).snapshot_text(_built(session, s).functions)
+
+
+def run_bits(session: "GpuCharSession", s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+    """D = A*B + C for T tiles given as bit patterns, one launch (THREADS per block)."""
+    import cupy as cp
+    verify(session, s)
+    name = f"numerics/{s.name}"
+    session.gpu.ensure_alive(name)
+    T = a_bits.shape[0]
+    ga = cp.asarray(kernels.pack(s, "a", a_bits))
+    gb = cp.asarray(kernels.pack(s, "b", b_bits))
+    gc = cp.asarray(kernels.pack(s, "c", c_bits))
+    gd = cp.zeros((T, 32, kernels.n_regs(s, "c")), dtype=cp.uint32)
+    fn = _built(session, s).compiled.function(s.entry)
+    blocks = (T * 32 + THREADS - 1) // THREADS
+    session.runner.once(name, fn, Launch((blocks,), (THREADS,)),
+                        (ga, gb, gc, gd, np.uint32(T)))
+    return kernels.unpack(s, "c", gd.get())
+
+
+def run_tiles(session: "GpuCharSession", s: MmaRow, A, B, C=None) -> np.ndarray:
+    """D = A*B + C for float tiles of the row's types (decoded to float64)."""
+    A = np.asarray(A)
+    if C is None:
+        C = np.zeros((A.shape[0], s.m, s.n))
+    d = run_bits(session, s, reference.encode(reference.to_type(A, s.in_type), s.in_type),
+                 reference.encode(reference.to_type(B, s.in_type), s.in_type),
+                 reference.encode(reference.to_type(C, s.c_type), s.c_type))
+    return reference.decode(d, s.c_type)
+
+
+def runner(session: "GpuCharSession") -> analysis.TensorCore:
+    """The GPU's tensor core (an analysis.TensorCore of this session's functions), made once
+    per session and device."""
     dev = session.gpu.dev
     return session.runs.once(("numerics", "runner", dev.arch, dev.driver),
-                             lambda: Runner(session))
+                             lambda: analysis.Operations(
+                                 run=lambda s, A, B, C=None: run_tiles(session, s, A, B, C),
+                                 verify=lambda s: verify(session, s),
+                                 sass_text=lambda s: sass_text(session, s)))
 
 
 def _supported(s: MmaRow, arch: str) -> MmaRow:

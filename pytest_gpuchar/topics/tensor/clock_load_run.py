@@ -16,6 +16,7 @@ import numpy as np
 from ...core import values
 from ...core.build import Built, Group
 from ...core.fit import Fit
+from ...core.runner import Launch, Plan
 from ...results.judge import Measured, Measurement
 from ...results.plots import pyplot, save
 from . import clock_load as cl
@@ -24,7 +25,7 @@ from .clock_load import Load, LoadSummary
 from .wgmma_depth_run import inputs as wgmma_inputs
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
+    from ...core.runner import Runner
     from ...session import GpuCharSession
 
 WINDOW_S = 0.25
@@ -122,11 +123,11 @@ class Campaign:
     checks: list = field(default_factory=list)
 
 
-def run_load(gpu: "Gpu", load: Load, probe: cl.LoadProbe, built: Built) -> tuple[int, list]:
+def run_load(runner: "Runner", load: Load, probe: cl.LoadProbe, built: Built
+             ) -> tuple[int, list]:
     """Calibrate (one short launch), then WINDOWS launches of about WINDOW_S: (trips per
     window, the windows' records)."""
-    import cupy as cp
-    dev = gpu.dev
+    dev = runner.gpu.dev
     blocks, threads = geometry(load, dev.sm_count)
     smem = dynamic_smem(dev.shared_per_sm, cl.BLOCKS_PER_SM) \
         if load in (Load.FFMA, Load.HBM) else 0
@@ -135,12 +136,11 @@ def run_load(gpu: "Gpu", load: Load, probe: cl.LoadProbe, built: Built) -> tuple
     warps = blocks * threads // 32
 
     def launch(iters: int, n: int, timeout: float) -> list:
-        recs = [cp.zeros((warps, cl.REC_WORDS), dtype=np.uint64) for _ in range(n)]
-        for rec in recs:
-            gpu.launch(fn, (blocks,), (threads,), buf.make(rec, iters), name=probe.name,
-                       shared_mem=smem)
-        gpu.wait(probe.name, timeout)
-        return [r.get() for r in recs]
+        """n back-to-back launches (no warm-up), one record buffer each."""
+        return runner.measure(Plan(
+            probe.name, {iters: fn}, Launch((blocks,), (threads,), smem=smem),
+            lambda it: (lambda r, rec: buf.make(rec, it)), n, record=(warps, cl.REC_WORDS),
+            warmup=False, split=True, timeout_s=timeout)).raw[iters]
     cal = cl.window(launch(CAL_ITERS[load], 1, 10.0)[0])
     iters = int(min(MAX_ITERS, max(1, CAL_ITERS[load] * WINDOW_S * 1e9 / max(cal.wall_ns, 1.0))))
     n = WINDOWS[load]
@@ -159,7 +159,7 @@ def campaign(session: "GpuCharSession", arch: str) -> Campaign:
             p = probes[load]
             built = session.builds.jit(p, gpu.dev)
             session.verify(p, built.functions)
-            iters, recs = run_load(gpu, load, p, built)
+            iters, recs = run_load(session.runner, load, p, built)
             windows = [cl.window(r) for r in recs]
             blocks, threads = geometry(load, gpu.dev.sm_count)
             wps = windows[-1].warps_per_sm

@@ -20,7 +20,7 @@ from .probes import WARP
 from .wgmma_depth_rows import row as depth_row
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
+    from ...core.runner import Runner
     from ...session import GpuCharSession
 
 REPEATS = 7
@@ -50,11 +50,12 @@ def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
     return fe.probe(r, 1, arch)
 
 
-def launch(gpu: "Gpu", p: fe.EmulationProbe, compiled, reps: int, skipped: dict) -> dict:
+def launch(runner: "Runner", p: fe.EmulationProbe, compiled, reps: int,
+           skipped: dict) -> dict:
     """{warps: {trips: [(starts, ends) per repeat]}} for every warp count the kernel's
     registers allow (the others: `skipped`, warps -> why)."""
     refused: dict = {}
-    res = launch_all(gpu, launchable([p], compiled, refused), compiled, repeats=reps,
+    res = launch_all(runner, launchable([p], compiled, refused), compiled, repeats=reps,
                      skipped=refused)
     skipped.update({warps: why for (_, warps), why in refused.items()})
     return {threads // WARP: raw for (_, threads, _), raw in res.items()}
@@ -84,7 +85,7 @@ def run_row(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Emulatio
             if ilp == 1:
                 out.sass, out.unit = p.snapshot_text(built.functions), dict(verdict.unit)
             skipped: dict = {}
-            for w, recs in launch(gpu, p, built.compiled, REPEATS, skipped).items():
+            for w, recs in launch(session.runner, p, built.compiled, REPEATS, skipped).items():
                 out.points.append(fe.point(recs, w, ilp))
             out.skipped.update({f"ilp{ilp}@w{w}": why for w, why in skipped.items()})
         return out

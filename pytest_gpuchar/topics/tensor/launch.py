@@ -1,7 +1,7 @@
-"""Launching tensor-core loop kernels on the GPU: a ``Job`` is one probe's kernel at one block
-size and its trip counts; ``launch_all`` runs every launch of a list of jobs in one batch
-(one stream, one wait under the watchdog) and returns each warp's start and end clocks. The
-sweeps (run.py) and the FP8 emulation (fp8_emulation_run.py) launch through it."""
+"""Tensor-core loop kernels as launch plans: a ``Job`` is one probe's kernel at one block size
+and its trip counts; ``launch_all`` runs every job's plan in one batch of the launch stage
+(one wait under the watchdog) and returns each warp's start and end clocks. The sweeps
+(run.py) and the FP8 emulation (fp8_emulation_run.py) launch through it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.gpu import LaunchRefused
+from ...core.runner import Launch, Plan, Refused
 from . import operands
 from .probes import WARP, TensorProbe
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
     from ...core.jit import Compiled
+    from ...core.runner import Runner
 
 
 @dataclass(frozen=True)
@@ -44,39 +44,40 @@ def launchable(ps: list[TensorProbe], compiled: "Compiled", skipped: dict) -> li
     return jobs
 
 
-def launch_all(gpu: "Gpu", jobs: list[Job], compiled: "Compiled", *, repeats: int,
+def job_plan(job: Job, compiled: "Compiled", repeats: int) -> Plan:
+    """One job's launches: per trip count 1 + `repeats` launches of one block (the warm-up
+    dropped), the job's operands uploaded before its first records are allocated."""
+    import cupy as cp
+    p = job.probe
+    for trips in job.trips:
+        if trips < 1:
+            raise ValueError(f"{p.name}: trip count {trips} (the loop runs at least once)")
+    fn = compiled.function(p.entries[job.key])
+    loaded: list = []
+
+    def args(trips):
+        if not loaded:
+            buf, fill = operands.inputs(p, job.threads, key=job.key)
+            loaded.extend([cp.asarray(buf), cp.asarray(fill)])
+        d_in, d_fill = loaded
+        return lambda r, rec: (rec, d_in, d_fill, np.uint32(trips))
+    return Plan(p.name, {t: fn for t in job.trips}, Launch((1,), (job.threads,)), args, repeats,
+                record=(job.threads, p.out_slots[job.key]), dtype=np.int64)
+
+
+def launch_all(runner: "Runner", jobs: list[Job], compiled: "Compiled", *, repeats: int,
                skipped: dict) -> dict:
     """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
-    warp). Every launch of every job first (one stream; per trip count 1 + `repeats`
-    launches, the warm-up dropped), one wait under the watchdog, then one copy back per
-    buffer. A launch the kernel's resources refuse (registers x threads) is reported in
-    `skipped` by (probe name, warps)."""
-    import cupy as cp
-    pending, keep = [], []   # input buffers stay alive until the launches have run
-    for job in jobs:
-        p = job.probe
-        buf, fill = operands.inputs(p, job.threads, key=job.key)
-        d_in, d_fill = cp.asarray(buf), cp.asarray(fill)
-        keep += [d_in, d_fill]
-        fn = compiled.function(p.entries[job.key])
-        outs = {}
-        try:
-            for trips in job.trips:
-                if trips < 1:
-                    raise ValueError(f"{p.name}: trip count {trips} (the loop runs at least once)")
-                out = cp.zeros((repeats + 1, job.threads, p.out_slots[job.key]), dtype=np.int64)
-                gpu.repeat(fn, (1,), (job.threads,),
-                           lambda r, out=out, t=trips: (out[r], d_in, d_fill, np.uint32(t)),
-                           repeats, name=p.name)
-                outs[trips] = out
-        except LaunchRefused as e:
-            skipped[(p.name, job.threads // WARP)] = f"launch refused: {e.__cause__}"
-            continue
-        pending += [(p.name, job.threads, job.key, t, out) for t, out in outs.items()]
-    gpu.wait("tensor sweep")
+    warp). Every launch of every job in one batch (per trip count 1 + `repeats` launches,
+    the warm-up dropped), one wait under the watchdog. A launch the kernel's resources
+    refuse (registers x threads) is reported in `skipped` by (probe name, warps)."""
     res: dict = {}
-    for name, threads, key, trips, out in pending:
-        host = out.get()[1:]
-        res.setdefault((name, threads, key), {})[trips] = [(h[::WARP, 0], h[::WARP, 1])
-                                                           for h in host]
+    done = runner.run([job_plan(job, compiled, repeats) for job in jobs], name="tensor sweep",
+                      skip_refused=True)
+    for job, out in zip(jobs, done):
+        if isinstance(out, Refused):
+            skipped[(job.probe.name, job.threads // WARP)] = f"launch refused: {out.why}"
+            continue
+        res[(job.probe.name, job.threads, job.key)] = {
+            t: [(h[::WARP, 0], h[::WARP, 1]) for h in out.timed(t)] for t in job.trips}
     return res

@@ -173,7 +173,7 @@ def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
     for job, comp in jobs:
         by_module.setdefault(id(comp), [comp, []])[1].append(job)
     for comp, js in by_module.values():
-        raw.update(launch_all(session.gpu, js, comp, repeats=repeats, skipped=out.skipped))
+        raw.update(launch_all(session.runner, js, comp, repeats=repeats, skipped=out.skipped))
     for job, _ in jobs:
         p, got = job.probe, raw.get((job.probe.name, job.threads, job.key))
         if got is None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core.build import Built, Group
 from ...core.fit import Fit
-from ...core.gpu import LaunchRefused
+from ...core.runner import Launch, Plan, Refused
 from ...core.verify import ProbeInvalid
 from ...results.judge import Measured, Measurement
 from ...results.plots import pyplot, save
@@ -23,7 +23,7 @@ from . import wgmma_depth_analysis as wa
 from .wgmma_depth_rows import LATENCY, ROWS, DepthRow, row as depth_row
 
 if TYPE_CHECKING:
-    from ...core.gpu import Gpu
+    from ...core.runner import Runner
     from ...session import GpuCharSession
 
 TRIPS = (128, 256, 384)
@@ -81,7 +81,7 @@ def inputs(r: DepthRow, name: str, seed: int = 0x3D9) -> tuple[np.ndarray, np.nd
     return fill, meta
 
 
-def launch(gpu: "Gpu", p: wd.DepthProbe, compiled, reps: int,
+def launch(runner: "Runner", p: wd.DepthProbe, compiled, reps: int,
            skipped: dict) -> dict[tuple[int, int], dict]:
     """Every (config, warpgroups) x trip count, 1 + reps launches each (one batch, one wait):
     {(config key, warpgroups): {trip: [(starts, ends) per repeat]}}. A block size the
@@ -90,7 +90,7 @@ def launch(gpu: "Gpu", p: wd.DepthProbe, compiled, reps: int,
     fill, meta = inputs(p.row, p.name)
     d_fill, d_in = cp.asarray(fill), cp.asarray(meta)
     d_res = cp.zeros(wd.THREADS_MAX, dtype=np.uint32)
-    pending = []
+    plans, labels = [], []
     for key, entry in sorted(p.entries.items()):
         fn = compiled.function(entry)
         limit = int(getattr(fn, "max_threads_per_block", wd.THREADS_MAX) or wd.THREADS_MAX)
@@ -99,22 +99,19 @@ def launch(gpu: "Gpu", p: wd.DepthProbe, compiled, reps: int,
             if wg * WARPGROUP > limit:
                 skipped[label] = f"{wg * WARPGROUP} threads exceed the kernel's limit {limit}"
                 continue
-            try:
-                for t in TRIPS:
-                    out = cp.zeros((reps + 1, wg * 4, wd.REC_WORDS), dtype=np.uint64)
-                    gpu.repeat(fn, (1,), (wg * WARPGROUP,),
-                               lambda r, o=out, t=t: (o[r], d_res, d_fill, d_in, np.uint32(t)),
-                               reps, name=p.name)
-                    pending.append((key, wg, t, out))
-            except LaunchRefused as e:
-                skipped[label] = f"launch refused: {e.__cause__}"
-    gpu.wait(p.name)
+            plans.append(Plan(p.name, {t: fn for t in TRIPS}, Launch((1,), (wg * WARPGROUP,)),
+                              lambda t: (lambda r, rec: (rec, d_res, d_fill, d_in,
+                                                         np.uint32(t))),
+                              reps, record=(wg * 4, wd.REC_WORDS)))
+            labels.append((key, wg, label))
     res: dict = {}
-    for key, wg, t, out in pending:
-        if f"{p.config(key).tag}@wg{wg}" in skipped:
+    for (key, wg, label), out in zip(labels, runner.run(plans, name=p.name,
+                                                        skip_refused=True)):
+        if isinstance(out, Refused):
+            skipped[label] = f"launch refused: {out.why}"
             continue
-        host = out.get()[1:].astype(np.int64)
-        res.setdefault((key, wg), {})[t] = [(h[:, 0], h[:, 1]) for h in host]
+        res[(key, wg)] = {t: [(h[:, 0], h[:, 1]) for h in out.timed(t).astype(np.int64)]
+                          for t in TRIPS}
     return res
 
 
@@ -153,7 +150,7 @@ def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
         check_log(p.name, built.compiled.info_log)
         verdict = session.verify(p, built.functions)
         skipped: dict = {}
-        raw = launch(gpu, p, built.compiled, REPEATS, skipped)
+        raw = launch(session.runner, p, built.compiled, REPEATS, skipped)
         points = [wa.point(r, p.config(k), wg, recs) for (k, wg), recs in sorted(raw.items())]
         return RowRun(p, built, points, verdict.trips, skipped)
     return session.runs.once(("tensor", "wgmma_depth", r.name, arch, p.digest), make)

@@ -1,5 +1,5 @@
 """The throughput and launch tables on the GPU: the topic's module JIT-linked by the driver
-once, each kernel's SASS verified (probe.check), launched through session.gpu, fitted once per
+once, each kernel's SASS verified (session.verify), launched through session.runner, fitted once per
 session; the figures as Measured rows for the hardware_row step.
 
 Throughput (clock64 per warp): per SM the busy span is max(end) - min(start) over its warps;
@@ -20,6 +20,8 @@ from ...core import values
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
+from ...core.runner import Launch as Geometry
+from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BAR_UNROLL, BLOCK, BLOCKS_PER_SM, REC_WORDS, STAMP_WORDS, ThroughputProbe
@@ -139,38 +141,29 @@ class ThroughputRun:
 
 def _launch_rows(session: "GpuCharSession", p: ThroughputProbe, fn, reps: int,
                  trips: tuple[int, ...]) -> tuple[dict, dict, int]:
-    """1 + `reps` launches per trip count on every SM (the first a warm-up), each timed
-    by events and waited for under the watchdog: (records per trip, wall ms per trip,
-    warps)."""
+    """1 + `reps` launches per trip count on every SM (the first a warm-up; trip counts
+    interleaved repeat by repeat), each timed by its events and waited for under the
+    watchdog: (records per trip, wall ms per trip, warps)."""
     import cupy as cp
-    gpu = session.gpu
-    blocks = gpu.dev.sm_count * BLOCKS_PER_SM
+    dev = session.gpu.dev
+    blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
     warps = threads // 32
     d_in = _input(p)
     d_res = cp.zeros(threads * p.result_slots, dtype=np.uint64)
-    recs = {t: cp.zeros((reps + 1, warps, REC_WORDS), dtype=np.uint64) for t in trips}
-    wall: dict[int, list[float]] = {t: [] for t in trips}
-    smem = analysis.dynamic_smem(gpu.dev.shared_per_sm)
-    for r in range(reps + 1):
-        for t in trips:
-            a, b = cp.cuda.Event(), cp.cuda.Event()
-            a.record()
-            gpu.launch(fn, (blocks,), (BLOCK,), (recs[t][r], d_res, d_in, np.uint32(t)),
-                       name=p.name, shared_mem=smem)
-            b.record()
-            gpu.poll(b, p.name)
-            if r:
-                wall[t].append(cp.cuda.get_elapsed_time(a, b))
-    gpu.wait(p.name)
-    return {t: recs[t].get() for t in trips}, wall, warps
+    out = session.runner.measure(Plan(
+        p.name, {t: fn for t in trips},
+        Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm)),
+        lambda t: (lambda r, rec: (rec, d_res, d_in, np.uint32(t))), reps,
+        record=(warps, REC_WORDS), order=Order.REPEAT, sync_each=True))
+    return ({t: out.raw[t] for t in trips}, {t: out.timed_ms(t) for t in trips}, warps)
 
 
 def measure_throughput(session: "GpuCharSession", p: ThroughputProbe, *, reps: int,
                        trips: tuple[int, ...] = TRIPS) -> ThroughputRun:
     """JIT (driver), verify the driver's SASS, launch on every SM, fit."""
     built = _built(session, p)
-    verdict = p.check(built.functions)
+    verdict = session.verify(p, built.functions)
     host, wall, warps = _launch_rows(session, p, built.compiled.function(p.entry), reps, trips)
     spans, sms, warps_per_sm = analysis.trip_spans(host, reps)
     wps = warps // max(1, sms)
@@ -275,18 +268,16 @@ def launcher(session: "GpuCharSession", m: ThroughputRun, trips: int = TRIPS[-1]
     """A callable that launches the row's kernel once on every SM and waits for it (the
     timer pytest-benchmark uses then measures a synchronised launch)."""
     import cupy as cp
-    gpu, p = session.gpu, m.probe
+    dev, p = session.gpu.dev, m.probe
     fn = m.built.compiled.function(p.entry)
-    blocks = gpu.dev.sm_count * BLOCKS_PER_SM
+    blocks = dev.sm_count * BLOCKS_PER_SM
     d_in = _input(p)
     d_res = cp.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
     rec = cp.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
-    smem = analysis.dynamic_smem(gpu.dev.shared_per_sm)
+    geometry = Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm))
 
     def once():
-        gpu.launch(fn, (blocks,), (BLOCK,), (rec, d_res, d_in, np.uint32(trips)),
-                   name=p.name, shared_mem=smem)
-        cp.cuda.get_current_stream().synchronize()
+        session.runner.once(p.name, fn, geometry, (rec, d_res, d_in, np.uint32(trips)))
     return once
 
 
@@ -303,23 +294,20 @@ class BarRun:
 def measure_bar(session: "GpuCharSession", arch: str, threads: int, reps: int) -> BarRun:
     """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
     import cupy as cp
-    gpu = session.gpu
     p = kernels.bar_probe(arch, threads)
     built = _built(session, p)
-    verdict = p.check(built.functions)
+    verdict = session.verify(p, built.functions)
     fn = built.compiled.function(p.entry)
-    blocks = gpu.dev.sm_count
+    blocks = session.gpu.dev.sm_count
     wpb = threads // 32
     d_in = _input(p)
     d_res = cp.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
-    recs = {t: cp.zeros((reps + 1, blocks * wpb, REC_WORDS), np.uint64) for t in BAR_TRIPS}
-    for r in range(reps + 1):
-        for t in BAR_TRIPS:
-            gpu.launch(fn, (blocks,), (threads,), (recs[t][r], d_res, d_in, np.uint32(t)),
-                       name=p.name)
-    gpu.wait(p.name)
-    cycles = {t: [float(statistics.median(analysis.block_spans(recs[t][r].get(), wpb)))
-                  for r in range(1, reps + 1)] for t in BAR_TRIPS}
+    out = session.runner.measure(Plan(
+        p.name, {t: fn for t in BAR_TRIPS}, Geometry((blocks,), (threads,)),
+        lambda t: (lambda r, rec: (rec, d_res, d_in, np.uint32(t))), reps,
+        record=(blocks * wpb, REC_WORDS), order=Order.REPEAT))
+    cycles = {t: [float(statistics.median(analysis.block_spans(h, wpb)))
+                  for h in out.timed(t)] for t in BAR_TRIPS}
     f = fit(cycles, {t: t * BAR_UNROLL for t in BAR_TRIPS}, spread_abs=1.0, spread_rel=0.05)
     return BarRun(f, verdict, cycles, p.snapshot_text(built.functions))
 
@@ -342,42 +330,34 @@ def _stamps(session: "GpuCharSession", kind: Launch, arch: str):
     """(probe, driver SASS, verdict, launchable function) of a launch-stamp kernel."""
     p = kernels.stamp_probe(kind, arch)
     built = _built(session, p)
-    verdict = p.check(built.functions)
+    verdict = session.verify(p, built.functions)
     return p, p.snapshot_text(built.functions), verdict, built.compiled.function(p.entries[0])
 
 
 def measure_warp_launch(session: "GpuCharSession", arch: str,
                         reps: int) -> tuple[analysis.Launched, str]:
-    import cupy as cp
-    gpu = session.gpu
     p, text, verdict, fn = _stamps(session, Launch.WARP, arch)
-    blocks = gpu.dev.sm_count
-    recs = {w: cp.zeros((reps + 1, blocks * w, STAMP_WORDS), np.uint64) for w in WARPS}
-    for r in range(reps + 1):
-        for w in WARPS:
-            gpu.launch(fn, (blocks,), (w * 32,), (recs[w][r],), name=p.name)
-    gpu.wait(p.name)
-    skew = {w: [float(statistics.median(analysis.warp_start_skew(recs[w][r].get(), w)))
-                for r in range(1, reps + 1)] for w in WARPS}
+    blocks = session.gpu.dev.sm_count
+    out = session.runner.measure(Plan(
+        p.name, {w: fn for w in WARPS}, lambda w: Geometry((blocks,), (w * 32,)),
+        lambda w: (lambda r, rec: (rec,)), reps, record=lambda w: (blocks * w, STAMP_WORDS),
+        order=Order.REPEAT))
+    skew = {w: [float(statistics.median(analysis.warp_start_skew(h, w)))
+                for h in out.timed(w)] for w in WARPS}
     return analysis.warp_launch_figure(skew, verdict.setup), text
 
 
 def measure_block_launch(session: "GpuCharSession", arch: str,
                          reps: int) -> tuple[analysis.Launched, str]:
-    import cupy as cp
-    from cupy.cuda import driver
-    gpu = session.gpu
     p, text, verdict, fn = _stamps(session, Launch.BLOCK, arch)
-    sms = gpu.dev.sm_count
-    smem = gpu.dev.shared_per_sm // 2 + 1024      # two blocks can never share an SM
-    attr = getattr(driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
-    driver.funcSetAttribute(fn.ptr, attr, smem)
-    recs = {b: cp.zeros((reps + 1, sms * b, STAMP_WORDS), np.uint64) for b in SERIAL_BLOCKS}
-    for r in range(reps + 1):
-        for b in SERIAL_BLOCKS:
-            gpu.launch(fn, (sms * b,), (32,), (recs[b][r],), name=p.name, shared_mem=smem)
-    gpu.wait(p.name)
-    seen = analysis.serial_records([[recs[b][r].get() for b in SERIAL_BLOCKS]
+    sms = session.gpu.dev.sm_count
+    smem = session.gpu.dev.shared_per_sm // 2 + 1024      # two blocks can never share an SM
+    out = session.runner.measure(Plan(
+        p.name, {b: fn for b in SERIAL_BLOCKS},
+        lambda b: Geometry((sms * b,), (32,), smem=smem, driver=True),
+        lambda b: (lambda r, rec: (rec,)), reps, record=lambda b: (sms * b, STAMP_WORDS),
+        order=Order.REPEAT))
+    seen = analysis.serial_records([[out.raw[b][r] for b in SERIAL_BLOCKS]
                                     for r in range(1, reps + 1)])
     data = {"dynamic_shared_bytes": smem, "blocks_per_sm_seen": sorted(seen.counts),
             "setup": verdict.setup}

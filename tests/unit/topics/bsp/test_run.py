@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from pytest_gpuchar.core.build import Builds, Built
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.results.expectations import Store
 from pytest_gpuchar.results.report import Recorder
 from pytest_gpuchar.session import RunCache
@@ -123,6 +124,7 @@ class FakeSession:
                                     shared_per_sm=228 * 1024, l2_bytes=50 * 2 ** 20,
                                     driver="580.0", sm_clock_max_mhz=1980.0)
         self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), RunCache()
+        self.runner = Runner(self.gpu)
         self.repeats, self.recorder, self.expectations = 7, Recorder(), STORE
 
     def verify(self, probe, functions):

@@ -10,6 +10,7 @@ import pytest
 from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.core.gpu import Gpu
 from pytest_gpuchar.core.loop import LoopVerdict
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.dpx import analysis, kernels, rows, run
@@ -71,8 +72,9 @@ def _session(monkeypatch, make, verdict):
     monkeypatch.setattr(kernels.LoopProbe, "snapshot_text", lambda self, f: f"sass {self.name}")
     dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0, sm_count=4,
                                 shared_per_sm=228 * 1024)
-    return types.SimpleNamespace(builds=_Builds(make), gpu=Gpu(dev, None, 5.0), runs=RunCache(),
-                                 repeats=5, verify=lambda p, f: verdict)
+    gpu = Gpu(dev, None, 5.0)
+    return types.SimpleNamespace(builds=_Builds(make), gpu=gpu, runner=Runner(gpu),
+                                 runs=RunCache(), repeats=5, verify=lambda p, f: verdict)
 
 
 def test_latency_on_a_fake_gpu(fake_cupy, monkeypatch):

@@ -23,24 +23,18 @@ STEPS = [30.0 if f <= 192 * 1024 else 200.0 if f <= 20 * 2**20 else 300.0 if f <
          else 600.0 for f in FPS]
 
 
-class FakeGpuState:
-    """Stands in for MemoryGpu: geometry, device, SASS and verified units, no launches."""
-
-    def __init__(self) -> None:
-        dev = SimpleNamespace(name="fake H100", arch=ARCH, l2_bytes=50 * 2**20,
-                              l1_shared_bytes=256 * 1024, free_memory_bytes=80 * 2**30)
-        self.dev = dev
-        self.geo = analysis.geometry(dev)
-        self.functions = {e: sass.Function(e, []) for p in kernels.suite_probes(ARCH)
-                          for e in p.entries.values()}
-
-    def verified(self, probe):
-        return {"LDX": 1.0}
+DEV = SimpleNamespace(name="fake H100", arch=ARCH, l2_bytes=50 * 2**20,
+                      l1_shared_bytes=256 * 1024, free_memory_bytes=80 * 2**30)
+FUNCTIONS = {e: sass.Function(e, []) for p in kernels.suite_probes(ARCH)
+             for e in p.entries.values()}
 
 
 def _session(repeats: int = 7):
-    s = SimpleNamespace(runs=RunCache(), repeats=repeats)
-    s.runs.once(("memory", "session"), FakeGpuState)
+    """A session whose memory module is linked (empty SASS), every probe verifying to one
+    LDX per op; no launches (the runs are placed in its run cache)."""
+    s = SimpleNamespace(runs=RunCache(), repeats=repeats, gpu=SimpleNamespace(dev=DEV),
+                        verify=lambda probe, functions: SimpleNamespace(unit={"LDX": 1.0}))
+    s.runs.once(("memory", "module"), lambda: (None, FUNCTIONS))
     return s
 
 
@@ -70,8 +64,7 @@ def test_latency_row_gives_latency_and_loop_figures():
     assert lat.data["tolerance"] == {"abs": 1.0, "rel": 0.05} and "slopes" in lat.data
     assert "the whole cycle walked once before the clock in every launch" in lat.method
     assert "ld.global.ca.u64 p, [p];" in lat.method and "[32, 64, 128]" in lat.method
-    assert m.sass == kernels.chase_probe("ca", ARCH).snapshot_text(
-        s.runs.once(("memory", "session"), None).functions)
+    assert m.sass == kernels.chase_probe("ca", ARCH).snapshot_text(FUNCTIONS)
 
 
 def test_latency_row_checks_the_loop_is_serialised():
@@ -110,15 +103,16 @@ def test_device_memory_row_checks_no_line_is_revisited():
 
 @pytest.mark.parametrize("key, reps", [("dram_cv", rows.DRAM_REPEATS),
                                        ("dram_ca", rows.DRAM_REPEATS), ("l2_hit", 7)])
-def test_device_memory_rows_take_their_median_over_more_launches(key, reps):
+def test_device_memory_rows_take_their_median_over_more_launches(key, reps, monkeypatch):
+    from pytest_gpuchar.topics.memory import chase as chase_mod
     s = _session()
     asked = []
 
-    def chase(probe, lay, *, repeats, warm):
+    def chase(session, probe, lay, *, repeats, warm):
         asked.append(repeats)
         return _run(probe, 600.0, reps=repeats)
 
-    s.runs.once(("memory", "session"), FakeGpuState).chase = chase
+    monkeypatch.setattr(chase_mod, "chase", chase)
     s.runs.once(("memory", "layout", rows.level(key).footprint.value),
                 lambda: analysis.random_layout(4096, 128, 1))
     m = run.latency(s, rows.level(key), ARCH)
@@ -127,29 +121,31 @@ def test_device_memory_rows_take_their_median_over_more_launches(key, reps):
 
 def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
     from pytest_gpuchar.topics.memory import chase as chase_mod
-    st = FakeGpuState()
+    st = _session()
+    geo = chase_mod.geometry_of(st)
     asked = {}
 
-    def fake_chase(probe, lay, *, repeats, warm, offset=0):
+    def fake_chase(session, probe, lay, *, repeats, warm, offset=0):
         asked.setdefault(lay, []).append((repeats, warm, offset))
         return _run(probe, 100.0, reps=repeats)
 
-    st.chase = fake_chase
-    st.buffer = lambda: SimpleNamespace(nbytes=st.geo.dram_footprint()[0])
+    monkeypatch.setattr(chase_mod, "chase", fake_chase)
+    buf = SimpleNamespace(nbytes=geo.dram_footprint()[0])
+    monkeypatch.setattr(chase_mod, "buffer", lambda session: buf)
     monkeypatch.setattr(chase_mod, "random_layout", lambda f, line, seed: f)
     curve = chase_mod.staircase(st)
-    assert curve.footprints == st.geo.sweep() == sorted(asked)
+    assert curve.footprints == geo.sweep() == sorted(asked)
     for f, runs in asked.items():
         walked = runs[0][1] == rows.Warm.EVERY
         assert walked == (f <= 2**20)
-        mixed = runs[0][1] == rows.Warm.FIRST and st.dev.l2_bytes // 4 < f <= st.dev.l2_bytes
+        mixed = runs[0][1] == rows.Warm.FIRST and DEV.l2_bytes // 4 < f <= DEV.l2_bytes
         assert len(runs) == (rows.STAIRCASE_PLACES if mixed else 1)
         launches = sum(r for r, _, _ in runs)
         assert launches == chase_mod.SWEEP_REPEATS if walked else \
             launches >= rows.STAIRCASE_REPEATS
         offsets = [o for _, _, o in runs]
         assert offsets[0] == 0 and len(set(offsets)) == len(offsets)
-        assert all(o % (2 << 20) == 0 and o + f <= st.buffer().nbytes for o in offsets)
+        assert all(o % (2 << 20) == 0 and o + f <= buf.nbytes for o in offsets)
 
 
 def test_staircase_places_spread_over_the_buffer():
@@ -266,3 +262,72 @@ def test_a_chain_placed_at_an_offset_is_walkable_where_it_lies(offset):
     assert addr == base and len(seen) == lay.n
     with pytest.raises(ChainError, match="multiple of 8"):
         chain_words(lay, ptr, 4)
+
+
+# --- the chases on a fake GPU (the real launch stage and Gpu, NumPy in place of CuPy) ---------
+
+class ChaseKernel:
+    """The chase kernel's model: from the pointer in `state` walk w steps untimed and n
+    timed through the buffer's words, record (cycles, end pointer, SM) and leave the end in
+    `state`; `mem` is the global buffer (pointers are its host addresses)."""
+
+    def __init__(self, n, mem, log, broken=False):
+        self.n, self.mem, self.log, self.broken = n, mem, log, broken
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        rec, state, w, n, _init, _words = args
+        assert grid == (1,) and block == (1,) and int(n) == self.n
+        base = self.mem().data.ptr
+        p = int(state[0])
+        for _ in range(int(w) + self.n):
+            p = int(self.mem()[(p - base) // 8])
+        rec[:] = (40 + 30 * self.n, p + (8 if self.broken else 0), 5)
+        state[0] = p
+        self.log.append((self.n, int(w)))
+
+
+def _chase_session(fake_cupy, broken=False):
+    class Host(np.ndarray):
+        def get(self):
+            return np.array(self)
+
+        @property
+        def data(self):
+            return SimpleNamespace(ptr=self.__array_interface__["data"][0])
+    fake_cupy.Array = Host
+    fake_cupy.empty = lambda shape, dtype: np.empty(shape, dtype).view(Host)
+    from pytest_gpuchar.core.gpu import Gpu
+    from pytest_gpuchar.core.runner import Runner
+    from pytest_gpuchar.topics.memory import chase as chase_mod
+    dev = SimpleNamespace(name="fake", arch=ARCH, l2_bytes=2**20, l1_shared_bytes=256 * 1024,
+                          free_memory_bytes=2**30)
+    gpu = Gpu(dev, None, 5.0)
+    s = SimpleNamespace(runs=RunCache(), repeats=3, gpu=gpu, runner=Runner(gpu), log=[],
+                        verify=lambda probe, functions: SimpleNamespace(unit={"LDG": 1.0}))
+    mem = lambda: chase_mod.buffer(s)       # noqa: E731 - the buffer the chases share
+    compiled = SimpleNamespace(function=lambda e: ChaseKernel(
+        int(e.rsplit("_", 1)[1].lstrip("n")), mem, s.log, broken))
+    s.runs.once(("memory", "module"), lambda: (compiled, FUNCTIONS))
+    return s, chase_mod
+
+
+def test_a_chase_continues_its_chain_launch_after_launch(fake_cupy):
+    s, chase_mod = _chase_session(fake_cupy)
+    probe = kernels.chase_probe("ca", ARCH, "chain")
+    lay = analysis.random_layout(64 * 1024, rows.LINE, 3)
+    run_ = chase_mod.chase(s, probe, lay, repeats=3, warm=rows.Warm.FIRST)
+    lengths = sorted(probe.ops)
+    assert [n for n, _ in s.log] == [n for n in lengths for _ in range(4)]
+    assert [w for _, w in s.log] == [lay.n] + [0] * (4 * len(lengths) - 1)   # first launch
+    assert run_.cycles == {n: [40 + 30 * n] * 3 for n in lengths} and run_.smids == [5]
+    start = analysis.random_layout(64 * 1024, rows.LINE, 3)
+    assert lay.cursor == start.walk(0, lay.n + sum(4 * probe.ops[n] for n in lengths))
+    assert s.runner.launch_count == 4 * len(lengths)
+
+
+def test_a_chase_that_ends_off_its_chain_gives_no_number(fake_cupy):
+    s, chase_mod = _chase_session(fake_cupy, broken=True)
+    probe = kernels.chase_probe("ca", ARCH, "chain")
+    with pytest.raises(ChainError, match="did not visit the intended lines"):
+        chase_mod.chase(s, probe, analysis.random_layout(16 * 1024, rows.LINE, 3),
+                        repeats=2, warm=rows.Warm.EVERY)

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 from pytest_gpuchar.core.build import Built
+from pytest_gpuchar.core.gpu import Gpu
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
@@ -20,7 +22,8 @@ from pytest_gpuchar.core import driver as drv
 from pytest_gpuchar.topics.movement import bandwidth, rows, run, transfer
 from pytest_gpuchar.topics.movement.layouts import TENSOR2D_WIDTH
 from pytest_gpuchar.topics.movement.rows import DSM_STREAM, STREAMS, TMA_STAGE, Level, Mechanism
-from pytest_gpuchar.topics.movement.state import ChainError, MovementGpu, passes
+from pytest_gpuchar.topics.movement import state as st
+from pytest_gpuchar.topics.movement.state import ChainError, passes
 
 ARCH = "sm_90"
 SMS = 8
@@ -32,10 +35,15 @@ RATE = {"shared_u32": 120.0, "shared_u64": 124.0, "shared_u128": 126.0, "l1": 10
 
 
 class DevArray(np.ndarray):
-    """A NumPy stand-in for a CuPy array (get() copies to the host)."""
+    """A NumPy stand-in for a CuPy array (get() copies to the host; its device address is
+    its host address)."""
 
     def get(self):
         return np.array(self)
+
+    @property
+    def data(self):
+        return SimpleNamespace(ptr=self.__array_interface__["data"][0])
 
 
 def dev_array(values) -> DevArray:
@@ -60,67 +68,48 @@ class OccupancyLib:
         return self.api.CUresult.CUDA_SUCCESS, 0 if size > 8 else SMS // size
 
 
-class Sim(MovementGpu):
-    """MovementGpu whose launches run kernel models on NumPy buffers."""
+class Sim(drv.ClusterLauncher):
+    """The cluster launcher of a simulated GPU: the real attribute and occupancy calls on a
+    stand-in libcuda, and each launch answered by a model of its kernel on NumPy buffers."""
 
-    def __init__(self, repeats: int = 3) -> None:
-        self.dev = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch=ARCH, sm_count=SMS,
-                                   l2_bytes=1 << 22, shared_per_sm=233472)
-        self.session, self.gpu, self.repeats = None, None, repeats
-        self.launcher = drv.ClusterLauncher(None, drv.Driver(OccupancyLib()))
-        self._built, self._buffers, self._addr = {}, {}, {}
-        self.rng = np.random.default_rng(15)
+    def __init__(self, gpu, runner_of) -> None:
+        super().__init__(gpu, drv.Driver(OccupancyLib()))
+        self.runner_of = runner_of
         self.launches = 0
 
-    def built(self, probe):
-        return Built(probe, {}), Verdict(True, {"SIM": 1.0})
-
-    def sass(self, probe):
-        return None
-
-    def function(self, probe, n):
-        return SimpleNamespace(probe=probe, n=n, ptr=hash((probe.name, n)) & 0xFFFFFFFF)
-
-    def buffer(self, name, nbytes):
-        if name not in self._buffers or self._buffers[name].nbytes < nbytes:
-            self._buffers[name] = dev_array(np.zeros(-(-nbytes // 8), np.uint64))
-            self._addr[id(self._buffers[name])] = (len(self._addr) + 1) << 36
-        return self._buffers[name]
-
-    def address(self, buf) -> int:
-        return self._addr[id(buf)]
-
-    def flush_l2(self):
-        return None
-
-    def upload(self, buf, idx, values, dtype):
-        buf.view(dtype)[np.asarray(idx)] = np.asarray(values).astype(dtype)
-
-    @staticmethod
-    def records(shape, dtype=np.uint64):
-        return dev_array(np.zeros(shape, dtype))
-
-    @staticmethod
-    def to_device(values):
-        return dev_array(values)
-
-    def wait(self, name):
-        return None
-
     def launch(self, fn, grid, block, args, *, name, cluster=None, shared_mem=0):
+        self.gpu.ensure_alive(name)
+        self.prepare(fn, name, shared_mem, cluster)
         self.launches += 1
         kind = fn.probe.name.split("/")[1]
         MODELS[kind](self, fn, grid[0], block[0], args)
 
     def owner(self, addr: int):
-        for key, buf in self._buffers.items():
-            base = self._addr[id(buf)]
+        for buf in self.runner_of()._buffers.values():
+            base = buf.data.ptr
             if base <= addr < base + buf.nbytes:
                 return buf, base
         raise AssertionError(f"address {addr:#x} is in no buffer")
 
     def sm(self, cta: int) -> int:
         return (cta * 3 + self.launches) % SMS
+
+
+class Compiled:
+    """A probe's module: each kernel a handle naming the probe and its length."""
+
+    def __init__(self, probe) -> None:
+        self.probe = probe
+        self.length = {e: n for n, e in probe.entries.items()}
+
+    def function(self, entry):
+        return SimpleNamespace(probe=self.probe, n=self.length[entry],
+                               ptr=hash((self.probe.name, entry)) & 0xFFFFFFFF)
+
+
+class Builds:
+    def jit(self, probe, dev):
+        return Built(probe, {}, compiled=Compiled(probe))
 
 
 # --- kernel models -------------------------------------------------------------------------------
@@ -265,10 +254,16 @@ MODELS = {"dsm": model_dsm, "cluster": model_cluster, "bandwidth": model_stream,
 
 
 @pytest.fixture
-def gpu():
-    sim = Sim()
-    session = SimpleNamespace(runs=RunCache(), repeats=sim.repeats)
-    session.runs.once(("movement", "state"), lambda: sim)
+def gpu(fake_cupy, monkeypatch):
+    """A session on the simulated GPU: the real launch stage and Gpu over NumPy arrays."""
+    fake_cupy.Array = DevArray
+    monkeypatch.setattr(st, "sass", lambda session, probe: None)
+    dev = SimpleNamespace(name="NVIDIA H100 80GB HBM3", arch=ARCH, sm_count=SMS,
+                          l2_bytes=1 << 22, shared_per_sm=233472)
+    g = Gpu(dev, None, 5.0)
+    session = SimpleNamespace(runs=RunCache(), repeats=3, gpu=g, builds=Builds(),
+                              verify=lambda probe, functions: Verdict(True, {"SIM": 1.0}))
+    session.runner = Runner(g, Sim(g, lambda: session.runner))
     return session
 
 
@@ -314,23 +309,22 @@ def test_tma_latency_rows_walk_their_chains(gpu):
         assert f.value == pytest.approx(TMA_LAT[row.mechanism]) and not m.checks
 
 
-def test_tma_device_memory_chains_take_a_block_per_transfer(gpu):
+def test_tma_device_memory_chains_take_a_block_per_transfer(gpu, monkeypatch):
     """A device-memory TMA row runs TMA_DRAM_REPEATS launches (their slopes scatter 11-18%:
     the median of 15 moved up to 2% night to night) over a chain with a block for every
     transfer of every launch; where the buffer is too small, as many launches as fit."""
-    sim = gpu.runs.once(("movement", "state"), None)
     per_launch = int(passes()) * sum(rows.TMA_LENGTHS)
     for mech in Mechanism:
         row = rows.TmaRow(mech, Level.DRAM)
-        reps, blocks = transfer.tma_repeats(sim, row)
+        reps, blocks = transfer.tma_repeats(gpu, row)
         assert reps == rows.TMA_DRAM_REPEATS and blocks >= (reps + 1) * per_launch
         f = _one(run.tma_latency(gpu, row, ARCH), f"movement.tma.latency.{row.id}")
         assert f"median of {reps} launches" in f.method and len(f.data["cycles"][16]) == reps
-    assert transfer.tma_repeats(sim, rows.TmaRow(Mechanism.BULK, Level.L2)) == (
-        sim.repeats, rows.TMA_L2_BLOCKS)
-    small = type("SmallBuffer", (Sim,), {"big_bytes": 4 << 20})()   # 4096 blocks of 1 KiB
-    reps, blocks = transfer.tma_repeats(small, rows.TmaRow(Mechanism.PLAIN, Level.DRAM))
-    assert sim.repeats <= reps < rows.TMA_DRAM_REPEATS and blocks <= small.big_bytes // 1024
+    assert transfer.tma_repeats(gpu, rows.TmaRow(Mechanism.BULK, Level.L2)) == (
+        gpu.repeats, rows.TMA_L2_BLOCKS)
+    monkeypatch.setattr(st, "big_bytes", lambda session: 4 << 20)   # 4096 blocks of 1 KiB
+    reps, blocks = transfer.tma_repeats(gpu, rows.TmaRow(Mechanism.PLAIN, Level.DRAM))
+    assert gpu.repeats <= reps < rows.TMA_DRAM_REPEATS and blocks <= (4 << 20) // 1024
 
 
 def test_a_broken_chain_gives_no_number(gpu, monkeypatch):
@@ -340,8 +334,7 @@ def test_a_broken_chain_gives_no_number(gpu, monkeypatch):
 
 
 def test_a_rejected_tensor_map_is_reported(gpu):
-    sim = gpu.runs.once(("movement", "state"), lambda: None)
-    lib = sim.launcher.driver.lib
+    lib = gpu.runner.launcher.driver.lib
     lib.cuTensorMapEncodeTiled = lambda *a: (lib.CUresult.CUDA_ERROR_INVALID_VALUE,
                                              lib.CUtensorMap())
     m = run.tma_latency(gpu, rows.TmaRow(Mechanism.TENSOR2D, Level.L2), ARCH)
@@ -363,12 +356,12 @@ def test_tma_sizes_knee_and_multicast(gpu, artifact, tmp_path):
 def _source_launches(gpu, measure) -> list[tuple[int, int]]:
     """(trip count, source offset in bytes from the big buffer) of every launch `measure`
     makes."""
-    sim = gpu.runs.once(("movement", "state"), None)
-    base = sim.big().__array_interface__["data"][0]
+    sim = gpu.runner.launcher
+    base = st.big(gpu).data.ptr
     seen, launch = [], sim.launch
 
     def spy(fn, grid, block, args, **kw):
-        seen.append((int(args[4]), args[1].__array_interface__["data"][0] - base))
+        seen.append((int(args[4]), args[1].data.ptr - base))
         return launch(fn, grid, block, args, **kw)
     sim.launch = spy
     measure()
@@ -381,31 +374,30 @@ def test_l2_streams_take_each_repeat_from_another_place(gpu, which):
     """An L2-resident stream's repeats read from as many places of the big buffer as there
     are repeats, each place first read by a launch of its own (its lines in the L2 before a
     timed launch); device-memory streams keep their slices."""
-    sim = gpu.runs.once(("movement", "state"), None)
     if which.startswith("tma"):
         row = rows.TmaBwRow(Level.L2 if which == "tma_l2" else Level.DRAM, 4096)
         trips, span = rows.TMA_TRIPS, SMS * 4 * TMA_STAGE
-        seen = _source_launches(gpu, lambda: bandwidth.measure_tma_bw(sim, row, ARCH))
+        seen = _source_launches(gpu, lambda: bandwidth.measure_tma_bw(gpu, row, ARCH))
     else:
         row = STREAMS[rows.Stream(which)]
         trips, span = row.trips, SMS * row.region_bytes
-        seen = _source_launches(gpu, lambda: bandwidth.measure_stream(sim, row, ARCH))
+        seen = _source_launches(gpu, lambda: bandwidth.measure_stream(gpu, row, ARCH))
     if which in ("tma_dram", "dram_read"):
-        reps = bandwidth.repeats_for(sim, Level.DRAM)
+        reps = bandwidth.repeats_for(gpu, Level.DRAM)
         assert {off for _, off in seen} == {0} and len(seen) == (reps + 1) * len(trips)
         assert reps == rows.DRAM_STREAM_REPEATS
         return
     per_repeat = len(trips) + 1
-    assert len(seen) == (sim.repeats + 1) * per_repeat
+    assert len(seen) == (gpu.repeats + 1) * per_repeat
     places = []
-    for r in range(sim.repeats + 1):
+    for r in range(gpu.repeats + 1):
         launches = seen[r * per_repeat:(r + 1) * per_repeat]
         assert [t for t, _ in launches] == [trips[-1], *trips]     # the warm-up, then timed
         assert len({off for _, off in launches}) == 1
         places.append(launches[0][1])
-    assert len(set(places[1:])) == sim.repeats        # every timed repeat at its own place
+    assert len(set(places[1:])) == gpu.repeats        # every timed repeat at its own place
     assert all(off % (2 << 20) == 0 for off in places)
-    assert max(places) + span <= sim.big_bytes
+    assert max(places) + span <= st.big_bytes(gpu)
 
 
 def test_async_rows(gpu):
@@ -419,7 +411,7 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
     """.cg: CP_ASYNC_CG_NODES lines at random over CP_ASYNC_CG_REGION, each timed launch
     starting where the last ended (the model walks the real chain, so every end offset is
     checked), CP_ASYNC_CG_REPEATS launches; .ca keeps its 32 nodes in one 4 KiB block."""
-    sim = gpu.runs.once(("movement", "state"), None)
+    sim = gpu.runner.launcher
     starts = []
     launch = sim.launch
 
@@ -429,7 +421,7 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
         return launch(fn, grid, block, args, **kw)
     sim.launch = spy
     cg = run.async_row(gpu, rows.Async.CP_ASYNC_CG, ARCH).figures[0]
-    reps = max(sim.repeats, rows.CP_ASYNC_CG_REPEATS)
+    reps = max(gpu.repeats, rows.CP_ASYNC_CG_REPEATS)
     assert f"median of {reps} launches" in cg.method and len(cg.data["cycles"][8]) == reps
     timed = starts[1:]
     assert len(timed) == (reps + 1) * len(rows.ASYNC_LENGTHS)
@@ -440,13 +432,12 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
     assert transfer.cp_async_layout(rows.Async.CP_ASYNC_CG).spread_rel == \
         rows.CP_ASYNC_CG_SPREAD_REL and not cg.unstable
     ca = run.async_row(gpu, rows.Async.CP_ASYNC_CA, ARCH).figures[0]
-    assert f"median of {sim.repeats} launches" in ca.method
+    assert f"median of {gpu.repeats} launches" in ca.method
 
 
 def test_cluster_launches_take_their_median_over_more_launches(gpu):
-    sim = gpu.runs.once(("movement", "state"), None)
     f = run.launch(gpu, 4, ARCH).figures[0]
-    assert f"median over {max(sim.repeats, rows.LAUNCH_REPEATS)} launches" in f.method
+    assert f"median over {max(gpu.repeats, rows.LAUNCH_REPEATS)} launches" in f.method
 
 
 def test_bandwidth_rows_and_staircase(gpu, artifact, tmp_path):

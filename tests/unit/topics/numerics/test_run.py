@@ -266,3 +266,54 @@ def test_static_path_and_snapshot():
     assert problems == [] and note.status == Status.INFO and note.data == {"native": False}
     assert note.key == "numerics.sass.e4m3.m16n8k32.f32" and hopper in note.detail
     assert re.match(r"mma\.sync\.aligned\.m16n8k32", note.detail)
+
+
+# --- the tensor core through the launch stage (the real Runner and Gpu, NumPy for CuPy) -------
+
+class MmaKernel:
+    """The mma kernel's model: unpack A, B, C from the fragments, D = A*B + C in float64
+    (rounded to the C type), packed back into D's fragments."""
+
+    def __init__(self, s, log):
+        self.s, self.log = s, log
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        from pytest_gpuchar.topics.numerics import reference
+        ga, gb, gc, gd, T = args
+        s = self.s
+        assert block == (run.THREADS,) and grid == ((int(T) * 32 + run.THREADS - 1)
+                                                     // run.THREADS,)
+        A = reference.decode(kernels.unpack(s, "a", ga), s.in_type)
+        B = reference.decode(kernels.unpack(s, "b", gb), s.in_type)
+        C = reference.decode(kernels.unpack(s, "c", gc), s.c_type)
+        D = reference.to_type(A @ B + C, s.c_type)
+        gd[...] = kernels.pack(s, "c", reference.encode(D, s.c_type))
+        self.log.append(int(T))
+
+
+def test_the_gpu_tensor_core_launches_once_per_batch_of_tiles(fake_cupy):
+    fake_cupy.uint32 = np.uint32
+    from pytest_gpuchar.core.gpu import Gpu
+    from pytest_gpuchar.core.runner import Runner
+    s = rows.mma("f16.m16n8k16.f32")
+    dev = SimpleNamespace(arch="sm_80", driver="580", name="fake")
+    gpu = Gpu(dev, None, 5.0)
+    log, verified = [], []
+    probe = run._probe(SimpleNamespace(gpu=gpu), s)
+    funcs = {probe.entries[n]: _func("1x HMMA.16816.F32", probe.entries[n]) for n in probe.entries}
+    compiled = SimpleNamespace(function=lambda e: MmaKernel(s, log))
+    session = SimpleNamespace(
+        gpu=gpu, runner=Runner(gpu), runs=RunCache(),
+        builds=SimpleNamespace(jit_groups=lambda d, g: {},
+                               jit=lambda p, d: Built(p, funcs, compiled=compiled)),
+        verify=lambda p, f: (verified.append(p.name), p.check(f))[1])
+    tc = run.runner(session)
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((3, s.m, s.k))
+    B = rng.standard_normal((3, s.k, s.n))
+    D = tc.run(s, A, B)
+    ref = ModelTensorCore(extra_bits=30, block=s.k, rounding="rn").run(s, A, B)
+    assert D.shape == (3, s.m, s.n) and np.allclose(D, ref, rtol=1e-2, atol=1e-2)
+    assert log == [3] and session.runner.launch_count == 1
+    tc.run(s, A, B)
+    assert verified == [probe.name]          # the door is passed once per kernel

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.core.gpu import Gpu
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.tensor import clock_load as cl
@@ -105,7 +106,8 @@ def test_campaign_on_a_fake_gpu(fake_cupy, monkeypatch):
         def jit(self, p, dev):
             return Built(p, {}, compiled=types.SimpleNamespace(
                 function=lambda e: _LoadKernel(p.load, dev.sm_count)))
-    s = types.SimpleNamespace(builds=Builds(), gpu=Gpu(dev, None, 30.0), runs=RunCache(),
+    gpu = Gpu(dev, None, 30.0)
+    s = types.SimpleNamespace(builds=Builds(), gpu=gpu, runner=Runner(gpu), runs=RunCache(),
                               verify=lambda p, f: None)
     m = run.load_figures(s, Load.WGMMA, "sm_90")
     got = {f.key.rsplit(".", 1)[1]: f.value for f in m.figures}

@@ -10,6 +10,7 @@ import pytest
 from pytest_gpuchar.core import sass
 from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.core.gpu import Gpu
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.session import RunCache
@@ -123,7 +124,8 @@ def test_figures_on_a_fake_gpu(fake_cupy, monkeypatch):
     dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0)
     verdict = types.SimpleNamespace(unit={"F2FP.F16.E4M3.UNPACK_B": 12.0, "FADD": 4.0,
                                           "HMMA.16816.F32": 2.0})
-    s = types.SimpleNamespace(builds=Builds(), gpu=Gpu(dev, None, 5.0), runs=RunCache(),
+    gpu = Gpu(dev, None, 5.0)
+    s = types.SimpleNamespace(builds=Builds(), gpu=gpu, runner=Runner(gpu), runs=RunCache(),
                               verify=lambda p, f: verdict)
     m = run.figures(s, fe.ROWS[0], "sm_90")
     got = {f.key.rsplit(".", 1)[1]: f.value for f in m.figures}

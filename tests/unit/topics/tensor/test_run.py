@@ -10,6 +10,7 @@ import pytest
 
 from pytest_gpuchar.core.archs import KNOWN_ARCHS
 from pytest_gpuchar.core.gpu import Gpu
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.tensor import analysis, figures, kernels, rows, run
@@ -113,7 +114,8 @@ def _session(monkeypatch, ilps=(1, 2), step=None, name="f16.f32.m16n8k16"):
     monkeypatch.setattr(TensorProbe, "snapshot_text", lambda self, funcs: f"sass {self.name}")
     dev = types.SimpleNamespace(arch="sm_80", driver="580", index=0)
     _Kernel.launches = []
-    return row, types.SimpleNamespace(builds=_Builds(step), gpu=Gpu(dev, None, 5.0),
+    gpu = Gpu(dev, None, 5.0)
+    return row, types.SimpleNamespace(builds=_Builds(step), gpu=gpu, runner=Runner(gpu),
                                       runs=RunCache(), repeats=3)
 
 

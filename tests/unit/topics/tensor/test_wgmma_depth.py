@@ -10,6 +10,7 @@ import pytest
 from pytest_gpuchar.core import sass
 from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.core.gpu import Gpu
+from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.session import RunCache
@@ -162,7 +163,8 @@ def _session(monkeypatch, verdict_trips):
             return Built(p, {}, compiled=compiled)
     dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0)
     verdict = types.SimpleNamespace(trips=verdict_trips)
-    return types.SimpleNamespace(builds=Builds(), gpu=Gpu(dev, None, 5.0), runs=RunCache(),
+    gpu = Gpu(dev, None, 5.0)
+    return types.SimpleNamespace(builds=Builds(), gpu=gpu, runner=Runner(gpu), runs=RunCache(),
                                  repeats=3, verify=lambda p, f: verdict)
 
 
