@@ -168,12 +168,16 @@ class GpuCharSession:
         dev = self._device if self._device else None
         return exp.get(key, dev.name if dev else None) if exp else None
 
-    def verify(self, probe: Probe, functions: dict, compiler: str = "") -> Verdict:
-        """The probe's verification (probe.check), with the arch's declarations: a probe
-        declared unmeasurable (expectation file, `unmeasurable:`; for SASS of the `compiler`
-        named by its snapshot tag) whose verdict shows the declared SASS fact is not
+    def verify(self, probe: Probe, functions: dict, compiler: str | None = None) -> Verdict:
+        """The one verification door of every probe, static or hardware: probe.check with
+        the arch's declarations. A probe declared unmeasurable (expectation file,
+        `unmeasurable:`; for SASS of the `compiler` named by its snapshot tag, default the
+        driver's JIT of this session's GPU) whose verdict shows the declared SASS fact is not
         applicable (skipped with the reason); one that is valid now, or invalid for another
         reason, fails."""
+        if compiler is None:
+            dev = self._device
+            compiler = f"jit-driver-{dev.driver}" if dev else ""
         try:
             verdict = probe.check(functions)
         except (ProbeInvalid, sass.RegionError) as e:

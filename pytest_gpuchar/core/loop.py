@@ -1,9 +1,11 @@
-"""Verification of a counted loop inside the timed region: between the two clock reads there
-is one loop (a backward branch to a label), its body holds exactly ``count`` copies of the SASS
-unit (opcode and count) and otherwise only loop control (at most ``MAX_LOOP_CONTROL``
-instructions); no unit instruction lies outside the loop, and around it only setup. The slope
-over trip counts is then the cost of one iteration as compiled (loop control included and
-named). Anything else: ProbeInvalid with the listing, no number.
+"""Loops in SASS: the one backward-branch finder every probe kind uses (``branch_target``,
+``backward_branches``, ``one_loop``), and the verification of a counted loop inside the timed
+region: between the two clock reads there is one loop (a backward branch to a label), its body
+holds exactly ``count`` copies of the SASS unit (opcode and count) and otherwise only loop
+control (at most ``MAX_LOOP_CONTROL`` instructions); no unit instruction lies outside the loop,
+and around it only setup. The slope over trip counts is then the cost of one iteration as
+compiled (loop control included and named). Anything else: ProbeInvalid with the listing, no
+number.
 """
 from __future__ import annotations
 
@@ -25,6 +27,62 @@ SETUP = ("MOV", "MOV32I", "IMAD.MOV*", "UMOV", "ULDC*", "LDC*", "S2R", "S2UR", "
          "IADD3", "VIADD", "IMAD.IADD", "UIADD3")
 
 
+LABEL = re.compile(r"\.L_x_\d+")
+
+
+def never_executed(ins: sass.Instr) -> bool:
+    """Scheduling filler, not part of any probe: NOP padding and instructions predicated on
+    !PT / !UPT, which never execute."""
+    return ins.pred in NEVER or ins.opcode == "NOP"
+
+
+def branch_target(func: sass.Function, ins: sass.Instr) -> int | None:
+    """The index in func.instrs of the instruction a BRA jumps to (its label's); None for an
+    instruction that is no branch to a label, or a label past the last instruction."""
+    if ins.base != "BRA":
+        return None
+    m = LABEL.search(" ".join(ins.operands))
+    at = func.labels.get(m.group(0)) if m else None
+    return at if at is not None and at < len(func.instrs) else None
+
+
+def backward_branches(func: sass.Function, instrs: list[sass.Instr]) -> list[tuple[int, int]]:
+    """(label, branch) positions in `instrs` (instructions of `func` in their order: a range
+    of it, a timed region) of every branch whose target lies among them, at or before it:
+    the loops of that stretch of code."""
+    out = []
+    for k, ins in enumerate(instrs):
+        at = branch_target(func, ins)
+        if at is None:
+            continue
+        start = func.instrs[at].offset
+        if instrs[0].offset <= start <= ins.offset:
+            out.append((next(j for j, i in enumerate(instrs) if i.offset >= start), k))
+    return out
+
+
+def timed_bounds(func: sass.Function, name: str) -> tuple[int, int]:
+    """(first, end) instruction index of the timed region (between the two clock reads);
+    ProbeInvalid without two clock reads."""
+    groups = sass.clock_groups(func)
+    if len(groups) < 2:
+        raise ProbeInvalid(f"probe invalid: {name}: expected two clock reads, found "
+                           f"{len(groups)}")
+    return groups[0][1] + 1, groups[1][0]
+
+
+def one_loop(func: sass.Function, name: str) -> tuple[int, int, int, int]:
+    """(first, end) of the timed region and (label, branch) index of its one loop; ProbeInvalid
+    with the listing when the region has not exactly one."""
+    lo, hi = timed_bounds(func, name)
+    loops = backward_branches(func, func.instrs[lo:hi])
+    if len(loops) != 1:
+        raise ProbeInvalid(f"probe invalid: {name}: {len(loops)} backward branches in the "
+                           f"timed region, wanted one loop\n"
+                           f"{sass.format_listing(func.instrs[lo:hi])}")
+    return lo, hi, lo + loops[0][0], lo + loops[0][1]
+
+
 @dataclass
 class LoopVerdict(Verdict):
     """A verified counted loop: the SASS unit per op, the loop control, the body size."""
@@ -43,20 +101,6 @@ def is_const_move(ins: sass.Instr) -> bool:
     """A constant materialised with HFMA2.MMA, or on sm_120 HFMA2 (-RZ * RZ + imm): a move,
     not an FMA."""
     return ins.opcode in ("HFMA2.MMA", "HFMA2") and tuple(ins.operands[1:3]) == ("-RZ", "RZ")
-
-
-def _loops(func: sass.Function, lo: int, hi: int) -> list[tuple[int, int]]:
-    """(label index, branch index) of each backward branch inside [lo, hi) to a label inside
-    the same range."""
-    out = []
-    for k in range(lo, hi):
-        ins = func.instrs[k]
-        if ins.base == "BRA":
-            m = re.search(r"\.L_x_\d+", " ".join(ins.operands))
-            target = func.labels.get(m.group(0)) if m else None
-            if target is not None and lo <= target <= k:
-                out.append((target, k))
-    return out
 
 
 def _split_body(body: list[sass.Instr], pats: list[str]) -> tuple[Counter, list[str]]:
@@ -87,11 +131,7 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None,
     count per op}; `ops` PTX ops per iteration, default `count`) or raises ProbeInvalid with
     the listing."""
     counts = tuple(count) if isinstance(count, tuple) else (count,) * len(unit or ())
-    groups = sass.clock_groups(func)
-    if len(groups) < 2:
-        raise ProbeInvalid(f"probe invalid: {name} ({arch}): expected two clock reads, "
-                           f"found {len(groups)}")
-    lo, hi = groups[0][1] + 1, groups[1][0]
+    lo, hi = timed_bounds(func, f"{name} ({arch})")
     region = sass.timed_region(func)
 
     def fail(why: str) -> ProbeInvalid:
@@ -105,11 +145,11 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None,
             f"{count} x [{' + '.join(unit or ())}]")
     if unit is None:
         raise fail("no SASS unit known for this arch")
-    branches = _loops(func, lo, hi)
+    branches = backward_branches(func, func.instrs[lo:hi])
     if len(branches) != 1:
         raise fail(f"expected exactly one loop (backward branch) between the clock reads, "
                    f"found {len(branches)}")
-    start, end = branches[0]
+    start, end = lo + branches[0][0], lo + branches[0][1]
     body = func.instrs[start:end + 1]
     outside = func.instrs[lo:start] + func.instrs[end + 1:hi]
     pats = list(unit)

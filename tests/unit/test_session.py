@@ -137,3 +137,17 @@ def test_a_figure_declared_by_its_key_is_skipped_or_stale(tmp_path):
     with pytest.raises(StaleDeclaration, match=key):
         s.not_declared("sm_90", key, "jit-driver-580.159.04")
     assert s.not_declared("sm_90", "numerics.other", "jit-driver-1") is None
+
+
+def test_the_door_speaks_of_the_drivers_jit_by_default(tmp_path):
+    """A hardware path that names no compiler is verifying the driver's JIT of the session's
+    GPU: a jit-driver declaration applies to it (to every topic's figures alike)."""
+    from types import SimpleNamespace
+    (tmp_path / "sm_90.yaml").write_text(DECLARED.replace('    sass: "P2R"\n',
+                                                          '    sass: "P2R"\n'
+                                                          '    compiler: "^jit-driver-"\n'))
+    s = session(tmp_path)
+    bad = _Invalid("cpi/setp.ne.s32", "sm_90", "", {1: "k"}, {1: 1})
+    s._device = SimpleNamespace(driver="580.159.04")
+    with pytest.raises(DeclaredUnmeasurable):
+        s.verify(bad, {})

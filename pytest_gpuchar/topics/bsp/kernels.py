@@ -14,12 +14,11 @@ the kernel outside the region (only the stamp stores follow it).
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass
 from enum import Enum
 
-from ...core import sass
+from ...core import loop, sass
 from ...core.probe import Probe
 from ...core.ptx import Clock, Kernel
 from ...core.verify import ProbeInvalid, Verdict, matches
@@ -155,24 +154,10 @@ def _count(region: list[sass.Instr], pat: str, how: Match = Match.EXACT) -> int:
     return sum(sass_bytes(i.opcode) for i in hits) if how is Match.BYTES else len(hits)
 
 
-def _backward_branches(func: sass.Function, lo: int, hi: int) -> int:
-    n = 0
-    for k in range(lo, hi):
-        ins = func.instrs[k]
-        m = re.search(r"\.L_x_\d+", " ".join(ins.operands))
-        target = func.labels.get(m.group(0)) if m else None
-        if ins.base == "BRA" and target is not None and lo <= target <= k:
-            n += 1
-    return n
-
-
 def verify_kernel(name: str, b: ptxparse.Body, func: sass.Function) -> KernelVerdict:
     """The timed region holds the kernel as its PTX says (see the module docstring)."""
+    lo, hi = loop.timed_bounds(func, name)
     groups = sass.clock_groups(func)
-    if len(groups) < 2:
-        raise ProbeInvalid(f"probe invalid: {name}: expected two clock reads, found "
-                           f"{len(groups)}")
-    lo, hi = groups[0][1] + 1, groups[1][0]
     region = func.instrs[lo:hi]
     outside = func.instrs[:groups[0][0]] + func.instrs[groups[1][1] + 1:]
     why, counts = [], {}
@@ -181,7 +166,7 @@ def verify_kernel(name: str, b: ptxparse.Body, func: sass.Function) -> KernelVer
         if got < n or (how is not Match.AT_LEAST and got != n):
             what = "bytes per thread" if how is Match.BYTES else "instructions"
             why.append(f"{pat}: {got} {what} in the region, the PTX's {n} ({how.value})")
-    loops = _backward_branches(func, lo, hi)
+    loops = len(loop.backward_branches(func, region))
     if loops != len(b.loops()):
         why.append(f"{loops} loops in the region, the PTX has {len(b.loops())} (unrolled?)")
     stray = {p: _count(outside, p) for p in KERNEL_OPS}

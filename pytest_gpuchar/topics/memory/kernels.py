@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ...core import ptx, sass
+from ...core import loop, ptx, sass
 from ...core.build import Group
 from ...core.ptx import Kernel
 from ...core.probe import Probe
@@ -186,9 +186,8 @@ class LoopProbe(ChaseProbe):
         if not region or region[-1].base != "BRA":
             raise ProbeInvalid(f"probe invalid: {self.name}: the timed region does not end "
                                f"with the loop's backward branch\n{listing}")
-        target = re.search(r"\.L_x_\d+", region[-1].text)
-        at = func.labels.get(target.group(0)) if target else None
-        if at is None or at >= len(func.instrs):
+        at = loop.branch_target(func, region[-1])
+        if at is None:
             raise ProbeInvalid(f"probe invalid: {self.name}: branch target of "
                                f"{region[-1].text} not found\n{listing}")
         start = func.instrs[at].offset

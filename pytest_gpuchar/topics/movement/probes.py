@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ...core import sass
+from ...core import loop, sass
 from ...core.loop import is_const_move
 from ...core.probe import Probe
 from ...core.verify import ProbeInvalid, Verdict, matches
@@ -154,17 +154,12 @@ class StreamProbe(MovementProbe):
 
     def loop_body(self, region: list[sass.Instr], func: sass.Function,
                   listing: str) -> list[sass.Instr]:
-        """The instructions from the target of the region's last backward branch to it."""
-        for k in range(len(region) - 1, -1, -1):
-            ins = region[k]
-            if not ins.is_conditional_branch:
-                continue
-            target = re.search(r"\.L_x_\d+", ins.text)
-            at = func.labels.get(target.group(0)) if target else None
-            if at is None or at >= len(func.instrs):
-                continue
-            start = func.instrs[at].offset
-            if region[0].offset <= start <= ins.offset:
-                return [i for i in region if start <= i.offset <= ins.offset]
+        """The instructions from the target of the region's last conditional backward branch
+        to it (core.loop.backward_branches)."""
+        loops = [(a, b) for a, b in loop.backward_branches(func, region)
+                 if region[b].is_conditional_branch]
+        if loops:
+            start, end = loops[-1]
+            return region[start:end + 1]
         raise ProbeInvalid(f"probe invalid: {self.name}: no loop (backward branch inside the "
                            f"timed region) found\n{listing}")

@@ -9,6 +9,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ...core.fit import Fit
+from ...core.probe import DeclaredUnmeasurable
 from ...core.verify import ProbeInvalid
 from ...results.judge import Measured, Measurement
 from ...results.plots import save
@@ -68,6 +69,8 @@ def _points(s: Sweep, kind, name: str) -> dict:
     """The row's sweep points; a row whose ILP 1 probe is invalid, or that has no point,
     fails with the reason."""
     probe = f"{kind}/{name}/ilp1"
+    if probe in s.unmeasurable:
+        raise DeclaredUnmeasurable(s.unmeasurable[probe])
     if probe in s.invalid:
         raise ProbeInvalid(s.invalid[probe])
     pts = s.points.get((kind, name))

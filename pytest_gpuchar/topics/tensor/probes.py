@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core import sass, toolchain
-from ...core.loop import LOOP_CONTROL, SETUP, LoopVerdict, verify_loop
+from ...core import loop, sass, toolchain
+from ...core.loop import LoopVerdict, verify_loop
 from ...core.probe import NotApplicable, Probe
 from ...core.ptx import InputSlot
-from ...core.verify import ProbeInvalid, matches
+from ...core.verify import ProbeInvalid
 from . import operands
+from .wgmma_depth import verify_wgmma_trips
 from .analysis import SweepPoint, fit_point, plan_trips
 from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_SPAN_PER_WARP, WGMMA_STEPS,
                    WGMMA_SWEEP, Kind, TensorRow, WgmmaRow)
@@ -42,8 +41,8 @@ def never_executed(ins: sass.Instr) -> bool:
     """Scheduling filler between dependent tensor instructions, not part of the probe: NOP
     (the driver JIT of 580.x pads HMMA chains with them) and instructions predicated on
     !PT / !UPT that never execute ('@!UPT UIADD3 URZ, URZ, URZ, URZ', ptxas 13.x). They are
-    left out of the verified region."""
-    return ins.pred in ("@!PT", "@!UPT") or ins.opcode == "NOP"
+    left out of the verified region (core.loop.never_executed)."""
+    return loop.never_executed(ins)
 
 
 def without_filler(func: sass.Function) -> sass.Function:
@@ -63,31 +62,10 @@ def _function(probe: Probe, key: int, functions: dict[str, sass.Function]) -> sa
     return functions[entry]
 
 
-def loop_bounds(func: sass.Function) -> tuple[int, int, int, int]:
-    """(first, last) instruction index of the timed region and (label, branch) index of its
-    one backward branch: RegionError when the region has no clock reads or not exactly one
-    loop (verify_loop then says why with the listing)."""
-    groups = sass.clock_groups(func)
-    if len(groups) < 2:
-        raise sass.RegionError(f"{func.name}: expected two clock reads, found {len(groups)}")
-    lo, hi = groups[0][1] + 1, groups[1][0]
-    loops = []
-    for k in range(lo, hi):
-        ins = func.instrs[k]
-        m = re.search(r"\.L_x_\d+", " ".join(ins.operands)) if ins.base == "BRA" else None
-        target = func.labels.get(m.group(0)) if m else None
-        if target is not None and lo <= target <= k:
-            loops.append((target, k))
-    if len(loops) != 1:
-        raise sass.RegionError(f"{func.name}: {len(loops)} backward branches in the timed "
-                               f"region, wanted one loop\n"
-                               f"{sass.format_listing(func.instrs[lo:hi])}")
-    return lo, hi, loops[0][0], loops[0][1]
-
-
 def loop_body(func: sass.Function) -> list[sass.Instr]:
-    """The timed loop's body (label to backward branch), never-executed filler left out."""
-    _, _, start, end = loop_bounds(func)
+    """The timed loop's body (label to backward branch), never-executed filler left out;
+    ProbeInvalid when the timed region has not exactly one loop (core.loop.one_loop)."""
+    _, _, start, end = loop.one_loop(func, func.name)
     return [i for i in func.instrs[start:end + 1] if not never_executed(i)]
 
 
@@ -204,54 +182,6 @@ class LdmatrixProbe(TensorProbe):
 
 # --- wgmma ----------------------------------------------------------------------------------
 
-GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")   # once per trip: fence, wait
-# uniform-register setup of the descriptors a compiler may repeat per trip or keep around the
-# loop (a fixed cost per trip, reported with the loop control)
-WGMMA_SETUP = ("WARPSYNC*", "R2UR*", "UMOV*", "BAR.SYNC.DEFER_BLOCKING", "UIADD3*", "ULOP*",
-               "USHF*", "IMAD.U32", "ULDC*", "LDCU*")
-MAX_WGMMA_CONTROL = 12
-
-
-def verify_wgmma_loop(name: str, glob: str, count: int, func: sass.Function, *,
-                      drain_after: bool) -> dict:
-    """A wgmma loop: one backward branch in the timed region; per trip exactly `count`
-    wgmma (`glob`), one WARPGROUP.ARRIVE (the fence) and one WARPGROUP.DEPBAR (the wait), the
-    rest loop control or descriptor setup; around the loop only setup, and after it one
-    more wait where the loop left a group in flight (`drain_after`). More fences or waits
-    would mean the compiler serialised the wgmma. Returns the trip's accounting."""
-    lo, hi, start, end = loop_bounds(func)
-    body = [i for i in func.instrs[start:end + 1] if not never_executed(i)]
-    outside = [i for i in func.instrs[lo:start] + func.instrs[end + 1:hi]
-               if not never_executed(i)]
-
-    def fail(why: str) -> ProbeInvalid:
-        return ProbeInvalid(f"probe invalid: {name}: {why}\nintended: one loop, per trip "
-                            f"{count} x {glob} + {' + '.join(GROUP_CONTROL)} + loop control\n"
-                            f"-- timed region:\n{sass.format_listing(func.instrs[lo:hi])}")
-
-    tc = sum(1 for i in body if matches(i.opcode, glob))
-    rest = Counter(i.opcode for i in body if not matches(i.opcode, glob))
-    if tc != count:
-        raise fail(f"{tc} {glob} per trip, wanted {count}")
-    group = {g: rest.pop(g, 0) for g in GROUP_CONTROL}
-    if any(v != 1 for v in group.values()):
-        raise fail(f"per trip {group}, wanted one of each (serialised wgmma?)")
-    bad = {k: v for k, v in rest.items()
-           if not any(matches(k, p) for p in (*LOOP_CONTROL, *WGMMA_SETUP))}
-    if bad or sum(rest.values()) > MAX_WGMMA_CONTROL:
-        raise fail(f"the loop body holds other instructions: {dict(rest)}")
-    around = Counter(i.opcode for i in outside)
-    waits = around.pop("WARPGROUP.DEPBAR.LE", 0)
-    if waits != int(drain_after):
-        raise fail(f"{waits} waits around the loop, wanted {int(drain_after)}")
-    stray = {k: v for k, v in around.items()
-             if not any(matches(k, p) for p in (*SETUP, *WGMMA_SETUP))}
-    if stray:
-        raise fail(f"unexpected instructions around the loop: {dict(around)}")
-    return {"tensor_per_trip": count, "group_control": group, "loop_control": dict(rest),
-            "body_instructions": len(body)}
-
-
 @dataclass
 class WgmmaProbe(TensorProbe):
     """wgmma loops (sm_90a), issued by each warpgroup of the block: the throughput loop
@@ -303,14 +233,15 @@ class WgmmaProbe(TensorProbe):
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> TensorVerdict:
-        """Each kernel one wgmma loop (verify_wgmma_loop); the throughput loop leaves one
-        group in flight, drained after the loop."""
+        """Each kernel one wgmma loop (wgmma_depth.verify_wgmma_trips); the throughput loop
+        leaves one group in flight, drained after the loop."""
         loops = {}
         for key in sorted(self.entries):
-            latency = self.is_latency_loop(key)
-            loops[key] = verify_wgmma_loop(self.name, self.unit[0], self.ops[key],
-                                           _function(self, key, functions),
-                                           drain_after=not latency)
+            acc = verify_wgmma_trips(self.name, self.unit[0], self.ops[key],
+                                     _function(self, key, functions),
+                                     drain_after=not self.is_latency_loop(key))
+            loops[key] = {"tensor_per_trip": acc["per_trip"], **{
+                k: acc[k] for k in ("group_control", "loop_control", "body_instructions")}}
         main = loops[self.steps]
         return TensorVerdict(True, {self.unit[0]: 1.0, **main["group_control"]},
                              message="wgmma loop", loop_control=main["loop_control"],
@@ -322,19 +253,6 @@ class WgmmaProbe(TensorProbe):
 
     def snapshot_header(self, tool: toolchain.Tool) -> str:
         return f"// {self.name} ({self.arch}, {tool.name} {tool.version})\n"
-
-
-SERIALISED = re.compile(r"C75(10|19)|wgmma[^\n]*serializ|fence[^\n]*insert", re.I)
-
-
-def check_wgmma_log(name: str, log: str) -> None:
-    """ptxas / driver JIT warnings that wgmma was serialised or had fences inserted (C7510,
-    C7519) fail the probe."""
-    m = SERIALISED.search(log or "")
-    if m:
-        line = next((ln for ln in log.splitlines() if m.group(0) in ln), m.group(0))
-        raise ProbeInvalid(f"probe invalid: {name}: the compiler serialised wgmma or inserted "
-                           f"fences: {line.strip()}")
 
 
 def snapshot(checked) -> str:

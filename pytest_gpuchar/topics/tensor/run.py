@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING
 from ...core import archs, sass
 from ...core.build import Group, Stage
 from ...core.jit import JITError
-from ...core.probe import Probe
+from ...core.probe import DeclaredUnmeasurable, Probe
 from ...core.verify import ProbeInvalid
 from . import analysis, clock_load_run, fp8_emulation_run, kernels, tcgen05, wgmma_depth_run
 from .launch import launch_all, launchable
-from .probes import TensorProbe, Unsupported, check_wgmma_log, never_executed
+from .probes import TensorProbe, Unsupported, never_executed
+from .wgmma_depth import check_wgmma_log
 
 if TYPE_CHECKING:
     from ...session import GpuCharSession
@@ -85,6 +86,7 @@ class Sweep:
     latency: dict = field(default_factory=dict)    # (kind, row) -> SweepPoint (wgmma latency loop)
     loops: dict = field(default_factory=dict)      # probe name -> its loops' accounting
     invalid: dict = field(default_factory=dict)    # probe name -> reason (probe invalid)
+    unmeasurable: dict = field(default_factory=dict)   # probe name -> the declaration's reason
     skipped: dict = field(default_factory=dict)    # (probe name, warps) -> reason
     sass: dict = field(default_factory=dict)       # (kind, row) -> normalised SASS (ILP 1)
     jit_log: str = ""
@@ -98,7 +100,7 @@ class Sweep:
                            for (k, r), pts in self.points.items()},
                 "latency_loops": {f"{k}/{r}": asdict(p) for (k, r), p in self.latency.items()},
                 "loops": self.loops,
-                "invalid": self.invalid,
+                "invalid": self.invalid, "unmeasurable": self.unmeasurable,
                 "skipped": {f"{n}@{w}": why for (n, w), why in self.skipped.items()},
                 "wgmma_error": self.wgmma_error}
 
@@ -106,15 +108,19 @@ class Sweep:
         return json.dumps(self.to_json(), indent=1, default=str)
 
 
-def _verify_all(ps: list[TensorProbe], functions: dict, out: Sweep) -> list[TensorProbe]:
-    """The probes whose driver SASS is what they intend (the others: out.invalid), with each
-    probe's loop accounting (out.loops); the ILP 1 probe's SASS of each row is kept for its
-    snapshot."""
+def _verify_all(session: "GpuCharSession", ps: list[TensorProbe], functions: dict,
+                out: Sweep) -> list[TensorProbe]:
+    """The probes whose driver SASS passes the verification door (the others: out.invalid,
+    or out.unmeasurable where the arch declares them so), with each probe's loop accounting
+    (out.loops); the ILP 1 probe's SASS of each row is kept for its snapshot."""
     good = []
     for p in ps:
         try:
-            verdict = p.check(functions)
-        except (ProbeInvalid, sass.RegionError) as e:
+            verdict = session.verify(p, functions)
+        except DeclaredUnmeasurable as e:
+            out.unmeasurable[p.name] = str(e)
+            continue
+        except (ProbeInvalid, sass.RegionError, AssertionError) as e:   # or a stale declaration
             out.invalid[p.name] = str(e)
             continue
         good.append(p)
@@ -135,7 +141,7 @@ def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
     for part, text, name in g.parts():
         compiled, functions = session.builds.jit_module(dev, text, name)
         out.jit_log += compiled.info_log
-        good = _verify_all(part, functions, out)
+        good = _verify_all(session, part, functions, out)
         jobs += [(job, compiled) for job in launchable(good, compiled, out.skipped)]
     return jobs
 
@@ -161,7 +167,7 @@ def _link_wgmma(session: "GpuCharSession", arch: str, out: Sweep) -> list:
     except ProbeInvalid as e:
         out.wgmma_error = str(e)
         return []
-    good = _verify_all(part, functions, out)
+    good = _verify_all(session, part, functions, out)
     return [(job, compiled) for job in launchable(good, compiled, out.skipped)]
 
 

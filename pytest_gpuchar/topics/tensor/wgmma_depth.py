@@ -17,8 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ...core import ptx, sass
-from ...core.loop import LOOP_CONTROL, SETUP
+from ...core import loop, ptx, sass
 from ...core.probe import NotApplicable, Probe
 from ...core.ptx import Clock, Kernel
 from ...core.verify import ProbeInvalid, Verdict, matches
@@ -27,7 +26,9 @@ from .wgmma_depth_rows import (SWIZZLE_BYTES, SWIZZLES, Config, DepthRow)
 TARGET = "sm_90a"
 THREADS_MAX = 384                # 3 warpgroups: ptxas keeps registers under 65536 / 384
 REC_WORDS = 3                    # per warp: start clock, end clock, smid
-GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")
+GROUP_CONTROL = ("WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR.LE")   # once per trip: fence, wait
+# uniform-register setup of the descriptors a compiler may repeat per trip or keep around the
+# loop (a fixed cost per trip, reported with the loop control)
 WGMMA_SETUP = ("WARPSYNC*", "R2UR*", "UMOV*", "BAR.SYNC.DEFER_BLOCKING", "UIADD3*", "ULOP*",
                "USHF*", "IMAD.U32", "ULDC*", "LDCU*", "MOV", "IMAD.MOV*")
 MAX_TRIP_CONTROL = 12
@@ -164,68 +165,70 @@ def kernel(r: DepthRow, c: Config, *, entry: str | None = None, timer: bool = Fa
 
 # --- verification -------------------------------------------------------------------------
 
-def _filler(ins: sass.Instr) -> bool:
-    """Never executed: NOP padding and instructions predicated on !PT / !UPT."""
-    return ins.pred in ("@!PT", "@!UPT") or ins.opcode == "NOP"
+SERIALISED = re.compile(r"C75(10|19)|wgmma[^\n]*serializ|fence[^\n]*insert", re.I)
+def check_wgmma_log(name: str, log: str) -> None:
+    """ptxas / driver JIT warnings that wgmma was serialised or had fences inserted (C7510,
+    C7519) fail the probe."""
+    m = SERIALISED.search(log or "")
+    if m:
+        line = next((ln for ln in log.splitlines() if m.group(0) in ln), m.group(0))
+        raise ProbeInvalid(f"probe invalid: {name}: the compiler serialised wgmma or inserted "
+                           f"fences: {line.strip()}")
 
 
-def _loop(func: sass.Function, lo: int, hi: int) -> list[tuple[int, int]]:
-    out = []
-    for k in range(lo, hi):
-        ins = func.instrs[k]
-        m = re.search(r"\.L_x_\d+", " ".join(ins.operands)) if ins.base == "BRA" else None
-        target = func.labels.get(m.group(0)) if m else None
-        if target is not None and lo <= target <= k:
-            out.append((target, k))
-    return out
-
-
-def verify_trips(name: str, glob: str, c: Config, func: sass.Function) -> dict:
-    """One loop between the clock reads; per trip exactly `c.chains` wgmma (`glob`), one
-    WARPGROUP.ARRIVE (the fence) and one WARPGROUP.DEPBAR (the wait), the rest loop control
-    or descriptor moves; around the loop only setup, and after it one more wait where the
-    loop leaves a group in flight. More fences or waits: the compiler serialised the wgmma.
-    Returns the trip's accounting; raises ProbeInvalid with the listing."""
-    groups = sass.clock_groups(func)
-    if len(groups) < 2:
-        raise ProbeInvalid(f"probe invalid: {name}: expected two clock reads, found "
-                           f"{len(groups)}")
-    lo, hi = groups[0][1] + 1, groups[1][0]
+def verify_wgmma_trips(name: str, glob: str, count: int, func: sass.Function, *,
+                       drain_after: bool) -> dict:
+    """A wgmma loop: one loop between the clock reads; per trip exactly `count` wgmma
+    (`glob`), one WARPGROUP.ARRIVE (the fence) and one WARPGROUP.DEPBAR (the wait), the rest
+    loop control or descriptor setup; around the loop only setup, no wgmma, and after it one
+    more wait where the loop left a group in flight (`drain_after`). More fences or waits
+    would mean the compiler serialised the wgmma. Returns the trip's accounting; raises
+    ProbeInvalid with the listing."""
+    lo, hi = loop.timed_bounds(func, name)
 
     def fail(why: str) -> ProbeInvalid:
         return ProbeInvalid(f"probe invalid: {name}: {why}\nintended: one loop, per trip "
-                            f"{c.chains} x {glob} + {' + '.join(GROUP_CONTROL)} + loop "
+                            f"{count} x {glob} + {' + '.join(GROUP_CONTROL)} + loop "
                             f"control\n-- timed region:\n"
                             f"{sass.format_listing(func.instrs[lo:hi])}")
-    loops = _loop(func, lo, hi)
+    loops = loop.backward_branches(func, func.instrs[lo:hi])
     if len(loops) != 1:
         raise fail(f"{len(loops)} backward branches in the timed region, wanted one loop")
-    start, end = loops[0]
-    body = [i for i in func.instrs[start:end + 1] if not _filler(i)]
-    outside = [i for i in func.instrs[lo:start] + func.instrs[end + 1:hi] if not _filler(i)]
+    start, end = lo + loops[0][0], lo + loops[0][1]
+    body = [i for i in func.instrs[start:end + 1] if not loop.never_executed(i)]
+    outside = [i for i in func.instrs[lo:start] + func.instrs[end + 1:hi]
+               if not loop.never_executed(i)]
     tc = sum(1 for i in body if matches(i.opcode, glob))
     rest = Counter(i.opcode for i in body if not matches(i.opcode, glob))
-    if tc != c.chains:
-        raise fail(f"{tc} {glob} per trip, wanted {c.chains}")
+    if tc != count:
+        raise fail(f"{tc} {glob} per trip, wanted {count}")
     group = {g: rest.pop(g, 0) for g in GROUP_CONTROL}
     if any(v != 1 for v in group.values()):
         raise fail(f"per trip {group}, wanted one of each (serialised wgmma?)")
     bad = {k: v for k, v in rest.items()
-           if not any(matches(k, p) for p in (*LOOP_CONTROL, *WGMMA_SETUP))}
+           if not any(matches(k, p) for p in (*loop.LOOP_CONTROL, *WGMMA_SETUP))}
     if bad or sum(rest.values()) > MAX_TRIP_CONTROL:
         raise fail(f"the loop body holds other instructions: {dict(rest)}")
     around = Counter(i.opcode for i in outside)
     waits = around.pop("WARPGROUP.DEPBAR.LE", 0)
-    if waits != int(c.wait > 0):
-        raise fail(f"{waits} waits around the loop, wanted {int(c.wait > 0)}")
+    if waits != int(drain_after):
+        raise fail(f"{waits} waits around the loop, wanted {int(drain_after)}")
     if any(matches(k, glob) for k in around):
         raise fail(f"wgmma outside the loop: {dict(around)}")
     stray = {k: v for k, v in around.items()
-             if not any(matches(k, p) for p in (*SETUP, *WGMMA_SETUP))}
+             if not any(matches(k, p) for p in (*loop.SETUP, *WGMMA_SETUP))}
     if stray:
         raise fail(f"unexpected instructions around the loop: {dict(around)}")
-    return {"wgmma_per_trip": c.chains, "loop_control": dict(rest),
+    return {"per_trip": count, "group_control": group, "loop_control": dict(rest),
             "body_instructions": len(body)}
+
+
+def verify_trips(name: str, glob: str, c: Config, func: sass.Function) -> dict:
+    """A config's loop (verify_wgmma_trips: `c.chains` wgmma per trip, a wait after the loop
+    when the loop leaves a group in flight); its accounting."""
+    acc = verify_wgmma_trips(name, glob, c.chains, func, drain_after=c.wait > 0)
+    return {"wgmma_per_trip": acc["per_trip"], "loop_control": acc["loop_control"],
+            "body_instructions": acc["body_instructions"]}
 
 
 @dataclass

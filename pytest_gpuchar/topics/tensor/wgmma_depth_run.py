@@ -5,7 +5,6 @@ once per session; the row's figures (completion latency, best throughput, achiev
 concurrency that reaches the peak, swizzle against no swizzle) as Measured rows."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,7 +13,6 @@ import numpy as np
 from ...core.build import Built, Group
 from ...core.fit import Fit
 from ...core.runner import Launch, Plan, Refused
-from ...core.verify import ProbeInvalid
 from ...results.judge import Measured, Measurement
 from ...results.plots import pyplot, save
 from . import operands
@@ -31,7 +29,6 @@ REPEATS = 7
 WARPGROUP = 128
 TOL_LATENCY = {"abs": 1.0, "rel": 0.01}
 TOL_RATE = {"rel": 0.01}
-SERIALISED = re.compile(r"C75(10|19)|wgmma[^\n]*serializ|fence[^\n]*insert", re.I)
 METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
           "wgmma.fence, C wgmma ({instr}, A and B from shared memory, K-major, swizzle "
           "{swizzle}) on C independent accumulators, commit_group, wait_group w (0: the trip's "
@@ -128,15 +125,6 @@ class RowRun:
                      and p.warpgroups == warpgroups), None)
 
 
-def check_log(name: str, log: str) -> None:
-    """ptxas / driver-JIT warnings that wgmma was serialised or fences inserted fail."""
-    m = SERIALISED.search(log or "")
-    if m:
-        line = next((ln for ln in log.splitlines() if m.group(0) in ln), m.group(0))
-        raise ProbeInvalid(f"probe invalid: {name}: the compiler serialised wgmma or inserted "
-                           f"fences: {line.strip()}")
-
-
 def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
     wd.require_wgmma(arch)
     p = wd.probe(r)
@@ -147,7 +135,7 @@ def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
         session.runs.once(("tensor", "wgmma_depth", "jit", gpu.dev.driver),
                           lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
         built = session.builds.jit(p, gpu.dev)
-        check_log(p.name, built.compiled.info_log)
+        wd.check_wgmma_log(p.name, built.compiled.info_log)
         verdict = session.verify(p, built.functions)
         skipped: dict = {}
         raw = launch(session.runner, p, built.compiled, REPEATS, skipped)

@@ -9,7 +9,7 @@ import pytest
 from pytest_gpuchar.core import sass
 from pytest_gpuchar.core.sass import parse_instr
 from pytest_gpuchar.core.verify import ProbeInvalid
-from pytest_gpuchar.topics.tensor import kernels, probes, rows
+from pytest_gpuchar.topics.tensor import kernels, probes, rows, wgmma_depth
 
 TRIPS = (10, 20, 30)
 
@@ -144,8 +144,8 @@ def test_wgmma_loops_rejected(kw, why):
                                  "warning C7519: fences inserted"])
 def test_wgmma_serialisation_warning_fails(log):
     with pytest.raises(ProbeInvalid, match="serialised"):
-        probes.check_wgmma_log("wgmma/x", "info: 40 registers\n" + log)
-    probes.check_wgmma_log("wgmma/x", "ptxas info: Used 90 registers")
+        wgmma_depth.check_wgmma_log("wgmma/x", "info: 40 registers\n" + log)
+    wgmma_depth.check_wgmma_log("wgmma/x", "ptxas info: Used 90 registers")
 
 
 def test_trip_counts_per_launch():

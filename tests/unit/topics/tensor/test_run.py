@@ -116,6 +116,7 @@ def _session(monkeypatch, ilps=(1, 2), step=None, name="f16.f32.m16n8k16"):
     _Kernel.launches = []
     gpu = Gpu(dev, None, 5.0)
     return row, types.SimpleNamespace(builds=_Builds(step), gpu=gpu, runner=Runner(gpu),
+                                      verify=lambda probe, functions: probe.check(functions),
                                       runs=RunCache(), repeats=3)
 
 
@@ -209,3 +210,19 @@ def test_hopper_fp64_rows_report_achieved_peak(fake_cupy, monkeypatch):
     assert f["throughput_peak"].value == pytest.approx(128.0)
     assert f["achieved_peak"].value == pytest.approx(1.0) and f["achieved_peak"].unit == "ratio"
     assert "66.9 TFLOP/s" in f["achieved_peak"].method
+
+
+def test_a_probe_declared_unmeasurable_is_skipped_through_the_door(fake_cupy, monkeypatch):
+    """The sweep verifies through the session's door: a probe the arch declares unmeasurable
+    is not launched and its rows skip with the declaration's reason."""
+    from pytest_gpuchar.core.probe import DeclaredUnmeasurable
+    row, session = _session(monkeypatch, ilps=(1,))
+
+    def door(probe, functions):
+        raise DeclaredUnmeasurable(f"unmeasurable on sm_80: {probe.name}: declared")
+    session.verify = door
+    s = run.sweep(session, "sm_80")
+    assert list(s.unmeasurable) == ["mma/f16.f32.m16n8k16/ilp1"] and not s.points
+    assert _Kernel.launches == []
+    with pytest.raises(DeclaredUnmeasurable, match="declared"):
+        figures.sweep_row(session, row, "sm_80")

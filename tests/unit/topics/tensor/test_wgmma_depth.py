@@ -208,8 +208,3 @@ def test_sparse_metadata_is_validated_before_launch(monkeypatch):
         run.inputs(r, "p")
 
 
-def test_serialisation_warning_fails():
-    with pytest.raises(ProbeInvalid, match="serialised"):
-        run.check_log("p", "ptxas warning : (C7510) Potential Performance Loss: wgmma.mma_async "
-                           "instructions are serialized")
-    run.check_log("p", "ptxas info: 64 registers")
