@@ -24,6 +24,35 @@ class Fit:
     medians: dict[int, float] = field(default_factory=dict)
 
 
+@dataclass
+class Rate:
+    """A rate read as the inverse of a fitted slope (results, calls or bytes per cycle): the
+    median rate, the spread of the per-repeat rates, the fit's fixed cost and residual, why it
+    is unstable, the length medians the slope was fitted to."""
+    value: float
+    spread: float
+    rates: list[float]
+    intercept: float
+    residual: float
+    unstable: bool
+    why_unstable: str = ""
+    medians: dict[int, float] = field(default_factory=dict)
+
+
+@dataclass
+class Median:
+    """A figure read as the median of per-repeat samples, not a slope of its own (a median of
+    many slopes, a point of a sweep): the value, the samples' range, why it is unstable."""
+    value: float
+    spread: float
+    samples: list[float]
+    why_unstable: str = ""
+
+    @property
+    def unstable(self) -> bool:
+        return bool(self.why_unstable)
+
+
 def least_squares(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """(slope, intercept) of the least-squares line through (xs, ys)."""
     x = np.asarray(xs, float)

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
-from ..core.fit import Fit
+from ..core.fit import Fit, Rate
 from .expectations import Expected
 
 
@@ -53,6 +53,25 @@ class Measurement:
         m.data.setdefault("medians", fit.medians)
         m.data.setdefault("intercept", round(fit.intercept, 2))
         return m
+
+    @classmethod
+    def of_rate(cls, key: str, rate: Rate, unit: str, **kw) -> "Measurement":
+        """A rate read as the inverse of a slope: value, the spread of the per-repeat rates,
+        stability, and the fit's raw data (the rates, the length medians, the fixed cost)."""
+        m = cls(key, rate.value, unit, rate.spread, rate.why_unstable if rate.unstable else "",
+                **kw)
+        m.data.setdefault("rates", [round(r, 3) for r in rate.rates])
+        m.data.setdefault("medians", rate.medians)
+        m.data.setdefault("intercept", round(rate.intercept, 2))
+        return m
+
+    @classmethod
+    def of_value(cls, key: str, value: float | None, unit: str, *, spread: float | None,
+                 unstable: str = "", **kw) -> "Measurement":
+        """A figure that is not a slope (a sweep point's rate, a knee, a ratio, a bit count,
+        a clock): its value with its own spread (the scatter of what it was read from: the
+        launches, the places, the windows) and why it cannot be judged ("" when stable)."""
+        return cls(key, value, unit, spread, unstable, **kw)
 
 
 class NoFigure(Exception):

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core import archs
 from ...core.build import Built, Group
-from ...core.fit import Fit, fit
+from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
 from ...core.runner import Launch, Plan
 from ...results.judge import Measured, Measurement, Result, Status
@@ -201,9 +201,9 @@ def throughput(session: "GpuCharSession", row: DpxRow, arch: str) -> Measured:
                                 unroll=kernels.UNROLL, intrinsic=row.intrinsic,
                                 trips=list(TRIPS), reps=len(r.rates), sass=row.unit[0],
                                 per_iter=run.probe.ops[run.probe.length])
-    f = Fit(r.rate, r.spread, r.rates, r.intercept, 0.0, r.unstable, r.why,
-            {t: float(np.median(v)) for t, v in r.spans.items()})
-    m = Measurement.of_fit(f"dpx.throughput.{row.name}", f, "ops/clk/SM", method=method,
+    rate = Rate(r.rate, r.spread, r.rates, r.intercept, 0.0, r.unstable, r.why,
+                {t: float(np.median(v)) for t, v in r.spans.items()})
+    m = Measurement.of_rate(f"dpx.throughput.{row.name}", rate, "ops/clk/SM", method=method,
                            data={"sass_unit": run.unit, "loop_control": run.loop_control,
                                  "lanes_per_call": len(analysis.LANES[row.lanes]),
                                  "warps_per_sm": r.warps_per_sm, "tolerance": dict(RATE_TOL)})

@@ -256,10 +256,9 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
         checks.append(f"near L2 capacity {near.hi_bytes} B above 1.3 x half the L2 "
                       f"({(near.hi_bytes, g.l2_bytes)})")
     return Measured(
-        Measurement.of_fit("memory.latency.l2_far",
-                           Fit(far.latency, float(noise), [], 0.0, 0.0, False), "cycles",
-                           method=METHOD_FAR, detail=detail,
-                           data={**data, "tolerance": {"abs": 5, "rel": 0.1}}),
+        Measurement.of_value("memory.latency.l2_far", far.latency, "cycles",
+                             spread=float(noise), method=METHOD_FAR, detail=detail,
+                             data={**data, "tolerance": {"abs": 5, "rel": 0.1}}),
         Measurement("memory.capacity.l2_near", near.hi_bytes, "bytes", method=METHOD_KNEE,
                     detail=detail + f"; near capacity in [{human_bytes(near.hi_bytes)}, "
                                     f"{human_bytes(sw.footprints[near.last + 1])})", data=data),
@@ -280,9 +279,8 @@ def fill(session: "GpuCharSession", row: str, arch: str) -> Measured:
     # of 262 and 400 cycles) deviated 28% and read 128 B: not a fill size, so no number
     why = (f"the stride sweep does not follow the fill model: deviation {err:.0%} of "
            f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else ""
-    return Measured(Measurement.of_fit(
-        f"memory.geometry.{row}_fill_bytes", Fit(float(size), 0.0, [], 0.0, 0.0, bool(why), why),
-        "bytes",
+    return Measured(Measurement.of_value(
+        f"memory.geometry.{row}_fill_bytes", float(size), "bytes", spread=0.0, unstable=why,
         method=f"stride sweep {list(STRIDES)} B, forward walk, slope over {LENGTHS} dependent "
                f"loads; {FILL_WHAT}; smallest stride reaching 90% of the all-miss latency",
         detail=f"curve vs fill model: max deviation {err:.0%} of (miss - hit)",

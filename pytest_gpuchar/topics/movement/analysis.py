@@ -8,31 +8,31 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core.fit import Fit, fit, iqr, least_squares
+from ...core.fit import Fit, Median, Rate, fit, iqr, least_squares
 from .rows import BW_SPREAD_REL, TMA_KNEE_SHARE
 
 # --- rates: bytes per cycle from spans over bytes ------------------------------------------------
 
 
 def rate_fit(spans: dict[int, list[float]], moved: dict[int, float], *,
-             spread_rel: float = BW_SPREAD_REL) -> Fit:
+             spread_rel: float = BW_SPREAD_REL) -> Rate:
     """Bytes per cycle: 1 / slope of the busy span (cycles) against the bytes moved, over two
     or more trip counts (the fixed costs of the launch cancel). Per-repeat slopes give the
     spread of the rate; unstable when it exceeds `spread_rel` of the value or the spans are
     not linear in the bytes."""
     f = fit(spans, moved, spread_abs=0.0, spread_rel=spread_rel)
     if f.value <= 0:
-        return Fit(float("nan"), 0.0, [], f.intercept, f.residual, True,
-                   f"the span does not grow with the bytes moved (slope {f.value:.3g})",
-                   f.medians)
+        return Rate(float("nan"), 0.0, [], f.intercept, f.residual, True,
+                    f"the span does not grow with the bytes moved (slope {f.value:.3g})",
+                    f.medians)
     rates = [1.0 / s for s in f.slopes if s > 0]
     spread = (max(rates) - min(rates)) if rates else 0.0
     why = f.why_unstable
     if why.startswith("per-repeat"):       # said in rates: a slope in cycles/byte reads 0.00
         why = (f"per-launch rates spread {spread:.3g} ({spread * f.value:.1%} of "
                f"{1.0 / f.value:.4g}) > {spread_rel:.0%}")
-    return Fit(1.0 / f.value, spread, rates, f.intercept, f.residual, f.unstable, why,
-               f.medians)
+    return Rate(1.0 / f.value, spread, rates, f.intercept, f.residual, f.unstable, why,
+                f.medians)
 
 
 @dataclass
@@ -61,9 +61,9 @@ def windows(records: np.ndarray, ctas: int, warps: int = 32) -> list[Window]:
 
 @dataclass
 class StreamFigures:
-    per_sm: Fit          # B/clk per SM (median CTA's span)
+    per_sm: Rate         # B/clk per SM (median CTA's span)
     gpu_bytes_per_clk: float
-    gbps: Fit            # whole GPU, GB/s (= bytes/ns) from %globaltimer
+    gbps: Rate           # whole GPU, GB/s (= bytes/ns) from %globaltimer
     sms: list[int]
     checks: list[str] = field(default_factory=list)
 
@@ -98,8 +98,8 @@ def stream_figures(runs: dict[int, list[list[Window]]], per_cta: dict[int, float
 
 @dataclass
 class DsmFigures:
-    local: Fit
-    remote: Fit
+    local: Median
+    remote: Median
     by_offset: dict[int, float]      # rank offset -> median latency over CTAs
     matrix: list[list[float]]        # [cta][offset] latency
     sms: list[int]
@@ -129,14 +129,14 @@ def dsm_figures(dt: dict[int, np.ndarray]) -> DsmFigures:
     med = matrix(lambda xs: float(np.median(xs)))
     per_rep = [matrix(lambda xs, r=r: float(xs[r])) for r in range(reps)]
 
-    def figure(cols: slice) -> Fit:
+    def figure(cols: slice) -> Median:
         value = float(np.median(med[:, cols]))
         samples = [float(np.median(m[:, cols])) for m in per_rep]
         spread = max(samples) - min(samples)
         limit = max(1.0, 0.01 * value)
         why = f"per-repeat medians spread {spread:.1f} cycles > {limit:.1f}" \
             if spread > limit else ""
-        return Fit(value, spread, samples, 0.0, 0.0, bool(why), why, {})
+        return Median(value, spread, samples, why)
 
     remote = figure(slice(1, c)) if c > 1 else figure(slice(0, 1))
     return DsmFigures(figure(slice(0, 1)), remote,

@@ -110,7 +110,7 @@ def stream_measurement(session: "GpuCharSession", probe: Probe, key: str,
             "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
             "sms": len(figs.sms), "sass_unit": st.unit(session, probe),
             "tolerance": {"abs": 0.0, "rel": rate_tol(row)}}
-    return Measured(Measurement.of_fit(key, figs.per_sm, "B/clk/SM", method=method, data=data),
+    return Measured(Measurement.of_rate(key, figs.per_sm, "B/clk/SM", method=method, data=data),
                     sass=st.sass(session, probe), checks=figs.checks)
 
 
@@ -275,7 +275,7 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
     where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
              if row.level is Level.DRAM else "128 KiB per CTA (L2-resident); " + PLACES.format(
                  n=len(placements(session, row.level, TMA_L2_BYTES))))
-    return Measured(Measurement.of_fit(
+    return Measured(Measurement.of_rate(
         f"movement.tma.bandwidth.{row.level.value}.s{row.size}", figs.per_sm, "B/clk/SM",
         method=METHOD_TMA_BW.format(stage=TMA_STAGE, per=TMA_STAGE // row.size, size=row.size,
                                     where=where, trips=list(TMA_TRIPS),

@@ -96,11 +96,11 @@ def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
     data = {"by_rank_offset": figs.by_offset, "matrix_cta_by_offset": figs.matrix, "sms": sms,
             "sass_unit": st.unit(session, probe), "tolerance": dict(LATENCY_TOL)}
     key = f"movement.dsm.latency.{row.flavour.value}.c{c}"
-    return Measured(Measurement.of_fit(f"{key}.local", figs.local, "cycles", method=method,
-                                       data=dict(data)),
-                    Measurement.of_fit(f"{key}.remote", figs.remote, "cycles", method=method,
-                                       data=dict(data)),
-                    sass=st.sass(session, probe))
+    return Measured(*[Measurement.of_value(
+        f"{key}.{where}", m.value, "cycles", spread=m.spread, unstable=m.why_unstable,
+        method=method, data={**data, "per_repeat": [round(x, 3) for x in m.samples]})
+        for where, m in (("local", figs.local), ("remote", figs.remote))],
+        sass=st.sass(session, probe))
 
 
 # --- DSM bandwidth -------------------------------------------------------------------------------

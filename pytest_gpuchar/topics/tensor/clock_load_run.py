@@ -15,7 +15,6 @@ import numpy as np
 
 from ...core import values
 from ...core.build import Built, Group
-from ...core.fit import Fit
 from ...core.runner import Launch, Plan
 from ...results.judge import Measured, Measurement
 from ...results.plots import pyplot, save
@@ -180,8 +179,8 @@ def _figure(key: str, value: float, spread: float, unit: str, method: str, data:
         tol = CLOCK_TOL if key.endswith(CLOCK_FIGURES) else TOL
     why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
            if spread > 0.01 * abs(value) else "")
-    m = Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, bool(why), why), unit,
-                           method=method, data={"tolerance": dict(tol), **data})
+    m = Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
+                             data={"tolerance": dict(tol), **data})
     m.detail = detail
     return m
 

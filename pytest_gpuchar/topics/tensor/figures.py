@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...core.fit import Fit
 from ...core.probe import DeclaredUnmeasurable
 from ...core.verify import ProbeInvalid
 from ...results.judge import Measured, Measurement
@@ -61,8 +60,9 @@ def wgmma_tol(row: WgmmaRow) -> dict:
 def _figure(key: str, value, spread: float, unstable: bool, why: str, *, unit: str,
             method: str, data: dict | None = None) -> Measurement:
     """A sweep figure (a point's value, not a slope fit of its own)."""
-    return Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, unstable, why), unit,
-                              method=method, data=data or {})
+    return Measurement.of_value(key, value, unit, spread=spread,
+                                unstable=why if unstable else "", method=method,
+                                data=data or {})
 
 
 def _points(s: Sweep, kind, name: str) -> dict:

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...core.build import Group
-from ...core.fit import Fit
 from ...results.judge import Measured, Measurement
 from . import fp8_emulation as fe
 from .launch import launch_all, launchable
@@ -93,8 +92,8 @@ def run_row(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Emulatio
 
 
 def _figure(key, value, spread, why, unit, method, data) -> Measurement:
-    return Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, bool(why), why), unit,
-                              method=method, data=data)
+    return Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
+                                data=data)
 
 
 def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured:

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.build import Built, Group
-from ...core.fit import Fit
 from ...core.runner import Launch, Plan, Refused
 from ...results.judge import Measured, Measurement
 from ...results.plots import pyplot, save
@@ -148,8 +147,8 @@ def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
 
 def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
             data: dict) -> Measurement:
-    return Measurement.of_fit(key, Fit(value, spread, [], 0.0, 0.0, bool(why), why), unit,
-                              method=method, data=data)
+    return Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
+                                data=data)
 
 
 def _method(r: DepthRow) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...core import values
 from ...core.build import Built, Group
-from ...core.fit import Fit, fit
+from ...core.fit import Fit, Rate, fit
 from ...core.probe import Probe
 from ...core.runner import Launch as Geometry
 from ...core.runner import Order, Plan
@@ -129,11 +129,12 @@ class ThroughputRun:
     method: str = ""
     rates: list[float] = field(default_factory=list)   # per-repeat rates
 
-    def as_fit(self) -> Fit:
-        """The rate as a Fit (value = results/clk/SM) for Measurement.of_fit."""
+    def as_rate(self) -> Rate:
+        """The rate (results/clk/SM, the inverse of the fitted slope) for
+        Measurement.of_rate."""
         med = {t: float(statistics.median(v)) for t, v in self.cycles.items()}
-        return Fit(self.rate, self.spread, self.rates, self.fit_intercept, 0.0, self.unstable,
-                   self.why, med)
+        return Rate(self.rate, self.spread, self.rates, self.fit_intercept, 0.0, self.unstable,
+                    self.why, med)
 
     def sass(self) -> str:
         return self.probe.snapshot_text(self.built.functions)
@@ -202,7 +203,7 @@ def fma(session: "GpuCharSession", row: Row, arch: str) -> Measured:
             "cycles_per_sm": _by_trip(m.cycles), "results_per_sm": _by_trip(m.results_per_sm),
             "sms": m.sms, "warps_per_sm": m.warps_per_sm, "wall_ms": m.wall_ms,
             "peak": peak, "peak_source": rows.PEAK_SOURCE, "tolerance": dict(TOL_FMA)}
-    figures = [Measurement.of_fit(f"throughput.fma.{row.name}", m.as_fit(), "fma/clk/SM",
+    figures = [Measurement.of_rate(f"throughput.fma.{row.name}", m.as_rate(), "fma/clk/SM",
                                   method=m.method, data=data)]
     if peak:
         frac = m.rate / peak
@@ -228,8 +229,8 @@ def operand_audit(session: "GpuCharSession", row: Row, arch: str) -> Measured:
     m = measured(session, row, arch)
     base = measured(session, rows.ROWS[row.name.split(".")[0]], arch)
     peak = rows.peak(row.name, arch)
-    return Measured(Measurement.of_fit(
-        f"throughput.fma.{row.name}", m.as_fit(), "fma/clk/SM",
+    return Measured(Measurement.of_rate(
+        f"throughput.fma.{row.name}", m.as_rate(), "fma/clk/SM",
         method=m.method + f"; {row.note}",
         detail=(f"{' + '.join(m.verdict.unit)}: {m.rate:.1f} fma/clk/SM with three source "
                 f"registers, {base.rate:.1f} with two ({m.rate / base.rate:.1%})"),
@@ -243,8 +244,8 @@ def units(session: "GpuCharSession", row: Row, arch: str) -> Measured:
     """Seed 002 Tables 1-2..1-4: results per clock per SM of one functional-unit row."""
     m = measured(session, row, arch)
     peak = rows.peak(row.name, arch)
-    return Measured(Measurement.of_fit(
-        f"throughput.unit.{row.name}", m.as_fit(), "ops/clk/SM",
+    return Measured(Measurement.of_rate(
+        f"throughput.unit.{row.name}", m.as_rate(), "ops/clk/SM",
         method=m.method + (f"; {row.note}" if row.note else ""),
         detail=f"{row.category} ({row.unit_fu}): SASS {m.verdict.unit}",
         data={"sass_unit": m.verdict.unit, "category": row.category,
@@ -381,10 +382,10 @@ def launch(session: "GpuCharSession", kind: Launch, arch: str) -> Measured:
         raise NoFigure(f"probe invalid: launch/{kind.value}: {res.why}",
                        Result(key, arch, Status.INVALID, detail=res.why,
                               data={k: str(v) for k, v in res.data.items()}))
-    f = Fit(res.value, res.spread, [], 0.0, 0.0, res.unstable, res.why, {})
     data = {k: (str(v) if isinstance(v, dict) else v) for k, v in res.data.items()}
-    return Measured(Measurement.of_fit(
-        key, f, "cycles", method=METHOD_LAUNCH[kind].format(
+    return Measured(Measurement.of_value(
+        key, res.value, "cycles", spread=res.spread, unstable=res.why if res.unstable else "",
+        method=METHOD_LAUNCH[kind].format(
             w=list(WARPS), b=list(SERIAL_BLOCKS), reps=reps),
         data={**data, "tolerance": dict(TOL_LAUNCH[kind])}), sass=text)
 

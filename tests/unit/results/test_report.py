@@ -126,6 +126,25 @@ def test_measurement_of_a_fit_carries_its_spread_stability_and_data():
     assert Measurement.of_fit("k", wide).unstable.startswith("per-repeat slopes spread")
 
 
+def test_figures_that_are_not_slopes_have_constructors_of_their_own():
+    """A rate (the inverse of a slope) carries its per-repeat rates; a value read otherwise
+    (a sweep point, a knee, a ratio) carries the spread it was given and why it is unstable,
+    and no made-up fit data."""
+    from pytest_gpuchar.core.fit import Median, Rate
+    r = Measurement.of_rate("bw", Rate(64.0, 1.5, [63.0, 64.5], 12.0, 0.0, True, "wide",
+                                       {64: 2.0}), "B/clk/SM", data={"sms": 4})
+    assert (r.value, r.spread, r.unstable, r.unit) == (64.0, 1.5, "wide", "B/clk/SM")
+    assert r.data == {"sms": 4, "rates": [63.0, 64.5], "medians": {64: 2.0}, "intercept": 12.0}
+    assert Measurement.of_rate("bw", Rate(1.0, 0.0, [], 0.0, 0.0, False, "stale"),
+                               "x").unstable == ""
+    v = Measurement.of_value("knee", 2048.0, "bytes", spread=0.0, data={"rates": [1.0]})
+    assert (v.value, v.spread, v.unstable, v.data) == (2048.0, 0.0, "", {"rates": [1.0]})
+    u = Measurement.of_value("p", 3.0, "ratio", spread=0.2, unstable="skewed")
+    assert u.unstable == "skewed" and u.data == {} and u.checks == []
+    m = Median(30.0, 2.0, [29.0, 31.0], "spread")
+    assert m.unstable and not Median(30.0, 0.0, [30.0]).unstable
+
+
 def test_a_multi_gpu_report_names_every_gpu(tmp_path):
     """Under pytest-xdist, one worker per GPU: the header and meta.gpus list each GPU's index,
     UUID and how many results it gave; a single GPU's report keeps its plain header."""

@@ -26,7 +26,7 @@ def test_rate_is_the_inverse_slope_and_cancels_fixed_cost():
     f = analysis.rate_fit(spans, moved)
     assert f.value == pytest.approx(96.0, rel=1e-9)
     assert not f.unstable and f.spread == pytest.approx(0.0, abs=1e-9)
-    assert len(f.slopes) == 5 and all(r == pytest.approx(96.0) for r in f.slopes)
+    assert len(f.rates) == 5 and all(r == pytest.approx(96.0) for r in f.rates)
 
 
 def test_rate_noise_beyond_the_limit_is_unstable():

@@ -49,7 +49,7 @@ def test_fma_row_figures():
                                                           63.0, "the method")
     assert list(fma.data) == ["sass_unit", "loop_control", "cycles_per_sm", "results_per_sm",
                               "sms", "warps_per_sm", "wall_ms", "peak", "peak_source",
-                              "tolerance", "slopes", "medians", "intercept"]
+                              "tolerance", "rates", "medians", "intercept"]
     assert fma.data["cycles_per_sm"] == {"64": [1.0, 2.0], "128": [3.0, 4.0]}
     assert fma.data["medians"] == {64: 1.5, 128: 3.5} and fma.data["intercept"] == 7.0
     assert (frac.key, frac.unit, frac.value) == ("throughput.peak_fraction.dfma", "ratio",
@@ -93,8 +93,7 @@ def test_launch_figure_and_no_figure():
     assert (f.key, f.value, f.unit, m.sass) == ("throughput.launch.warp", 2.0, "cycles",
                                                 "sass text")
     assert f.data == {"skew_cycles": "{2: 15.0}", "setup": ["LDC"],
-                      "tolerance": {"abs": 0.25, "rel": 0.1}, "slopes": [], "medians": {},
-                      "intercept": 0.0}
+                      "tolerance": {"abs": 0.25, "rel": 0.1}}
     assert f.method.startswith("blocks of [2, 4, 8, 16, 32] warps") and "median of 5" in f.method
     s.runs.once(("throughput", "launch", "block", "sm_90"), lambda: (analysis.Launched(
         math.nan, 0.0, True, "blocks of one SM overlapped", {"gap_count": 3}), "sass"))
