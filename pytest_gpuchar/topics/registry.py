@@ -32,7 +32,7 @@ TOPICS = {t.name: t for t in (
     Topic("instructions", "instructions", "Tables I, II, V: latency and CPI per PTX instruction",
           jit_vs_ptxas=True),
     Topic("memory", "memory", "Table IV, Table 10, cache staircase: the memory hierarchy"),
-    Topic("tensor", "tensor", "Table III, 004 Tables 3-9, wgmma: tensor-core speed"),
+    Topic("tensor", "tensor.mma", "Table III, 004 Tables 3-9, wgmma: tensor-core speed"),
     Topic("numerics", "numerics", "004 Tables 12-15, Fasi: tensor-core numerics"),
     Topic("throughput", "throughput", "seeds 001/002: FMA and unit throughput, launch costs"),
     Topic("movement", "movement", "Hopper data movement: clusters/DSM, TMA, async copies, "

@@ -3,12 +3,13 @@ GPU runs wgmma, FFMA or HBM streaming for about a second and a half each, agains
 GPU (one sleeping warp), in that order; per compute load the work per clock per SM against the
 per-clock peak and the achieved TFLOP/s in wall time against that peak at the device's maximum
 clock, with the decomposition of the gap (per-clock efficiency x clock ratio x busy share).
-Every load is a counted loop whose SASS is verified (topics/tensor/clock_load*.py)."""
+Every load is a counted loop whose SASS is verified (topics/tensor/clock_load/)."""
 from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import clock_load, clock_load_run
+from pytest_gpuchar.topics.tensor.clock_load import kernels as clock_load
+from pytest_gpuchar.topics.tensor.clock_load import run as clock_load_run
 
 pytestmark = pytest.mark.topic("tensor")
 LOADS = [pytest.param(load, id=str(load)) for load in clock_load.Load]

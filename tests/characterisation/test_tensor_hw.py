@@ -3,8 +3,8 @@ Tables 3-5, Figs 6-7), mma.sp (Tables 6-7), ldmatrix (Table 9) and Hopper wgmma,
 ILP x warps per SM. Every probe is a counted loop of dependent steps, timed at three trip
 counts so the warps' start skew is under 1% of the span. The whole sweep is JIT-compiled by
 the driver (plus one module for sm_90a wgmma), SASS-verified kernel by kernel, launched in one
-batch and measured once per session (topics/tensor/run.py); each test reads its row's figures
-(topics/tensor/figures.py) and judges them against the arch's expectations.
+batch and measured once per session (topics/tensor/mma/run.py); each test reads its row's figures
+(topics/tensor/mma/figures.py) and judges them against the arch's expectations.
 
 Per row: completion latency (1 warp, ILP 1), the two convergence points of 004's tables
 (best throughput with 4 warps and with 8 warps: the smallest ILP reaching 95% of the best at
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import figures, rows
+from pytest_gpuchar.topics.tensor.mma import figures, rows
 
 pytestmark = pytest.mark.topic("tensor")
 

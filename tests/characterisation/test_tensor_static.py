@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_gpuchar.fixtures import assert_results
-from pytest_gpuchar.topics.tensor import analysis, kernels, probes, rows, run, tcgen05
+from pytest_gpuchar.topics.tensor.mma import analysis, kernels, probes, rows, run
+from pytest_gpuchar.topics.tensor.tcgen05 import kernels as tcgen05
 
 pytestmark = pytest.mark.topic("tensor")
 

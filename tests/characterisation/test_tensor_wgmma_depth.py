@@ -9,14 +9,16 @@ mma.sync that sm_90 emulates (F2FP unpack + HMMA + FADD), timed beside the nativ
 Every kernel is a counted loop (per trip: fence, C wgmma, commit, wait_group) whose timed
 region is verified in SASS (C x HGMMA/QGMMA/IGMMA, one WARPGROUP.ARRIVE and one
 WARPGROUP.DEPBAR per trip, named loop control); cycles per trip are the slope of the SM's span
-over trip counts, so the warpgroups' start skew cancels (topics/tensor/wgmma_depth*.py)."""
+over trip counts, so the warpgroups' start skew cancels (topics/tensor/wgmma/)."""
 from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import fp8_emulation, fp8_emulation_run, probes
-from pytest_gpuchar.topics.tensor import wgmma_depth_rows as rows
-from pytest_gpuchar.topics.tensor import wgmma_depth_run as run
+from pytest_gpuchar.topics.tensor.fp8_emulation import kernels as fp8_emulation
+from pytest_gpuchar.topics.tensor.fp8_emulation import run as fp8_emulation_run
+from pytest_gpuchar.topics.tensor.mma import probes
+from pytest_gpuchar.topics.tensor.wgmma import rows
+from pytest_gpuchar.topics.tensor.wgmma import run
 
 pytestmark = pytest.mark.topic("tensor")
 ROWS = [pytest.param(r, id=r.name) for r in rows.ROWS]

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from pytest_gpuchar.core.sass import parse_instr
-from pytest_gpuchar.topics.tensor import analysis, kernels, plots, rows
-from pytest_gpuchar.topics.tensor.analysis import SweepPoint
-from pytest_gpuchar.topics.tensor.rows import Emulation
+from pytest_gpuchar.topics.tensor.mma import analysis, kernels, plots, rows
+from pytest_gpuchar.topics.tensor.mma.analysis import SweepPoint
+from pytest_gpuchar.topics.tensor.mma.rows import Emulation
 
 
 TRIPS = (10, 20, 30)

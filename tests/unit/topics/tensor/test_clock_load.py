@@ -12,9 +12,9 @@ from pytest_gpuchar.core.gpu import Gpu
 from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.session import RunCache
-from pytest_gpuchar.topics.tensor import clock_load as cl
-from pytest_gpuchar.topics.tensor import clock_load_run as run
-from pytest_gpuchar.topics.tensor.clock_load import Load
+from pytest_gpuchar.topics.tensor.clock_load import kernels as cl
+from pytest_gpuchar.topics.tensor.clock_load import run
+from pytest_gpuchar.topics.tensor.clock_load.kernels import Load
 
 
 def test_kernels():

@@ -14,10 +14,10 @@ from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.session import RunCache
-from pytest_gpuchar.topics.tensor import fp8_emulation as fe
-from pytest_gpuchar.topics.tensor import fp8_emulation_run as run
-from pytest_gpuchar.topics.tensor import wgmma_depth_analysis as wa
-from pytest_gpuchar.topics.tensor import wgmma_depth_rows
+from pytest_gpuchar.topics.tensor.fp8_emulation import kernels as fe
+from pytest_gpuchar.topics.tensor.fp8_emulation import run
+from pytest_gpuchar.topics.tensor.wgmma import analysis as wa
+from pytest_gpuchar.topics.tensor.wgmma import rows as wgmma_depth_rows
 
 
 def test_probe_ptx():

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import kernels, rows
-from pytest_gpuchar.topics.tensor.probes import LdmatrixProbe, TensorProbe, WgmmaProbe
+from pytest_gpuchar.topics.tensor.mma import kernels, rows
+from pytest_gpuchar.topics.tensor.mma.probes import LdmatrixProbe, TensorProbe, WgmmaProbe
 
 
 def test_sweep_probe_shape():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pytest_gpuchar.topics.tensor import kernels, operands, rows
+from pytest_gpuchar.topics.tensor.mma import kernels, operands, rows
 
 VALID = operands.META_NIBBLES["f16"]
 
@@ -105,7 +105,7 @@ def test_blackwell_narrow_format_registers():
     """e2m1 nibbles are +-0.5 / +-1 (never zero); block scales are 1.0 in every byte."""
     import ml_dtypes
     import numpy as np
-    from pytest_gpuchar.topics.tensor import operands
+    from pytest_gpuchar.topics.tensor.mma import operands
     rng = np.random.default_rng(0)
     words = operands.draw_regs("e2m1x8", 64, rng)
     nibbles = [(int(w) >> (4 * k)) & 0xF for w in words for k in range(8)]

@@ -9,7 +9,8 @@ import pytest
 from pytest_gpuchar.core import sass
 from pytest_gpuchar.core.sass import parse_instr
 from pytest_gpuchar.core.verify import ProbeInvalid
-from pytest_gpuchar.topics.tensor import kernels, probes, rows, wgmma_depth
+from pytest_gpuchar.topics.tensor.mma import kernels, probes, rows
+from pytest_gpuchar.topics.tensor.wgmma import kernels as wgmma_depth
 
 TRIPS = (10, 20, 30)
 

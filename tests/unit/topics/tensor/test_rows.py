@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_gpuchar.topics.tensor import kernels, rows
-from pytest_gpuchar.topics.tensor.rows import Kind
+from pytest_gpuchar.topics.tensor.mma import kernels, rows
+from pytest_gpuchar.topics.tensor.mma.rows import Kind
 
 
 def test_unsupported_rows_skip_before_ptxas():

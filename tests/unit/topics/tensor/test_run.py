@@ -13,9 +13,9 @@ from pytest_gpuchar.core.gpu import Gpu
 from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.session import RunCache
-from pytest_gpuchar.topics.tensor import analysis, figures, kernels, rows, run
-from pytest_gpuchar.topics.tensor.probes import TensorProbe, TensorVerdict, WgmmaProbe
-from pytest_gpuchar.topics.tensor.rows import Kind
+from pytest_gpuchar.topics.tensor.mma import analysis, figures, kernels, rows, run
+from pytest_gpuchar.topics.tensor.mma.probes import TensorProbe, TensorVerdict, WgmmaProbe
+from pytest_gpuchar.topics.tensor.mma.rows import Kind
 
 
 def _names(arch):

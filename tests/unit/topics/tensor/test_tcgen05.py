@@ -6,7 +6,7 @@ import pytest
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.sass import parse_instr
 from pytest_gpuchar.core.verify import ProbeInvalid
-from pytest_gpuchar.topics.tensor import tcgen05
+from pytest_gpuchar.topics.tensor.tcgen05 import kernels as tcgen05
 
 ROW = {r.name: r for r in tcgen05.ROWS}
 

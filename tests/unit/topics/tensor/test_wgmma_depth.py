@@ -14,11 +14,11 @@ from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.session import RunCache
-from pytest_gpuchar.topics.tensor import operands
-from pytest_gpuchar.topics.tensor import wgmma_depth as wd
-from pytest_gpuchar.topics.tensor import wgmma_depth_analysis as wa
-from pytest_gpuchar.topics.tensor import wgmma_depth_rows as rows
-from pytest_gpuchar.topics.tensor import wgmma_depth_run as run
+from pytest_gpuchar.topics.tensor.mma import operands
+from pytest_gpuchar.topics.tensor.wgmma import analysis as wa
+from pytest_gpuchar.topics.tensor.wgmma import kernels as wd
+from pytest_gpuchar.topics.tensor.wgmma import rows
+from pytest_gpuchar.topics.tensor.wgmma import run
 
 
 def test_rows_cover_the_issue():

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.build import Built, Group
-from ...core.runner import Launch, Plan, Refused
-from ...results.judge import Measured, Measurement
-from ...results.plots import pyplot, save
-from . import operands
-from . import wgmma_depth as wd
-from . import wgmma_depth_analysis as wa
-from .wgmma_depth_rows import LATENCY, ROWS, DepthRow, row as depth_row
+from ....core.build import Built, Group
+from ....core.runner import Launch, Plan, Refused
+from ....results.judge import Measured, Measurement
+from ....results.plots import pyplot, save
+from ..mma import operands
+from . import kernels as wd
+from . import analysis as wa
+from .rows import LATENCY, ROWS, DepthRow, row as depth_row
 
 if TYPE_CHECKING:
-    from ...core.runner import Runner
-    from ...session import GpuCharSession
+    from ....core.runner import Runner
+    from ....session import GpuCharSession
 
 TRIPS = (128, 256, 384)
 REPEATS = 7

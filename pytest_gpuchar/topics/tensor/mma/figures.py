@@ -8,10 +8,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ...core.probe import DeclaredUnmeasurable
-from ...core.verify import ProbeInvalid
-from ...results.judge import Measured, Measurement
-from ...results.plots import save
+from ....core.probe import DeclaredUnmeasurable
+from ....core.verify import ProbeInvalid
+from ....results.judge import Measured, Measurement
+from ....results.plots import save
 from . import analysis, plots
 from .probes import Unsupported
 from .rows import (HOPPER_PEAK_SOURCE, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP, STEPS,
@@ -19,7 +19,7 @@ from .rows import (HOPPER_PEAK_SOURCE, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP
 from .run import Sweep, sweep
 
 if TYPE_CHECKING:
-    from ...session import GpuCharSession
+    from ....session import GpuCharSession
 
 METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independent accumulator "
           "chains of dependent {what}, {steps} steps of every chain per trip of a counted loop "

@@ -10,18 +10,22 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from ...core import archs, sass
-from ...core.build import Group, Stage
-from ...core.jit import JITError
-from ...core.probe import DeclaredUnmeasurable, Probe
-from ...core.verify import ProbeInvalid
-from . import analysis, clock_load_run, fp8_emulation_run, kernels, tcgen05, wgmma_depth_run
+from ....core import archs, sass
+from ....core.build import Group, Stage
+from ....core.jit import JITError
+from ....core.probe import DeclaredUnmeasurable, Probe
+from ....core.verify import ProbeInvalid
+from . import analysis, kernels
+from ..clock_load import run as clock_load_run
+from ..fp8_emulation import run as fp8_emulation_run
+from ..tcgen05 import kernels as tcgen05
+from ..wgmma import run as wgmma_depth_run
 from .launch import launch_all, launchable
 from .probes import TensorProbe, Unsupported, never_executed
-from .wgmma_depth import check_wgmma_log
+from ..wgmma.kernels import check_wgmma_log
 
 if TYPE_CHECKING:
-    from ...session import GpuCharSession
+    from ....session import GpuCharSession
 
 SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
 

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core import loop, sass, toolchain
-from ...core.loop import LoopVerdict, verify_loop
-from ...core.probe import NotApplicable, Probe
-from ...core.ptx import InputSlot
-from ...core.verify import ProbeInvalid
+from ....core import loop, sass, toolchain
+from ....core.loop import LoopVerdict, verify_loop
+from ....core.probe import NotApplicable, Probe
+from ....core.ptx import InputSlot
+from ....core.verify import ProbeInvalid
 from . import operands
-from .wgmma_depth import verify_wgmma_trips
+from ..wgmma.kernels import verify_wgmma_trips
 from .analysis import SweepPoint, fit_point, plan_trips
 from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_SPAN_PER_WARP, WGMMA_STEPS,
                    WGMMA_SWEEP, Kind, TensorRow, WgmmaRow)

@@ -16,14 +16,14 @@ from enum import Enum
 
 import numpy as np
 
-from ...core import ptx, sass
-from ...core.loop import LOOP_CONTROL, LoopVerdict, verify_loop
-from ...core.probe import Probe
-from ...core.ptx import Clock, Kernel, Registers
-from ...core.verify import ProbeInvalid, Verdict, matches
-from . import wgmma_depth as wd
-from .rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
-from .wgmma_depth_rows import Config, DepthRow
+from ....core import ptx, sass
+from ....core.loop import LOOP_CONTROL, LoopVerdict, verify_loop
+from ....core.probe import Probe
+from ....core.ptx import Clock, Kernel, Registers
+from ....core.verify import ProbeInvalid, Verdict, matches
+from ..wgmma import kernels as wd
+from ..mma.rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
+from ..wgmma.rows import Config, DepthRow
 
 REC_WORDS = 5                 # clock before, after, globaltimer before, after, smid
 BLOCK = 256

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...results.plots import pyplot
+from ....results.plots import pyplot
 from .analysis import SweepPoint
 
 

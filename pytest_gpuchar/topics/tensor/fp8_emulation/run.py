@@ -9,18 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ...core.build import Group
-from ...results.judge import Measured, Measurement
-from . import fp8_emulation as fe
-from .launch import launch_all, launchable
-from . import wgmma_depth_analysis as wa
-from . import wgmma_depth_run
-from .probes import WARP
-from .wgmma_depth_rows import row as depth_row
+from ....core.build import Group
+from ....results.judge import Measured, Measurement
+from . import kernels as fe
+from ..mma.launch import launch_all, launchable
+from ..wgmma import analysis as wa
+from ..wgmma import run as wgmma_depth_run
+from ..mma.probes import WARP
+from ..wgmma.rows import row as depth_row
 
 if TYPE_CHECKING:
-    from ...core.runner import Runner
-    from ...session import GpuCharSession
+    from ....core.runner import Runner
+    from ....session import GpuCharSession
 
 REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"

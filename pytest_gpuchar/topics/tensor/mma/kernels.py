@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ...core import archs, ptx
-from ...core.ptx import Kernel, Registers
+from ....core import archs, ptx
+from ....core.ptx import Kernel, Registers
 from .probes import LdmatrixProbe, TensorProbe, Unsupported, WgmmaProbe
 from .rows import (MOVM_TYPES, STEPS, WGMMA, WGMMA_STEPS, WGMMA_SWEEP, WMMA_LAYOUTS, Emulation,
                    Frag, LdmatrixRow, TensorRow, WgmmaRow, emulated_rows, has_wgmma, tables,

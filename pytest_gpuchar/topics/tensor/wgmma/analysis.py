@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core.fit import fit
-from .wgmma_depth_rows import Config, DepthRow
+from ....core.fit import fit
+from .rows import Config, DepthRow
 
 SPREAD_REL = 0.01        # per-repeat slopes must agree within 1% (integer cycles: 0.5)
 SPREAD_ABS = 0.5

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
+from ..mma.rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
 
 WARPGROUPS = (1, 2, 3)           # consumer warpgroups per SM
 MAX_ACC_REGS = 128               # accumulator registers per thread (3 warpgroups: 170 max)

@@ -17,11 +17,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ...core import loop, ptx, sass
-from ...core.probe import NotApplicable, Probe
-from ...core.ptx import Clock, Kernel
-from ...core.verify import ProbeInvalid, Verdict, matches
-from .wgmma_depth_rows import (SWIZZLE_BYTES, SWIZZLES, Config, DepthRow)
+from ....core import loop, ptx, sass
+from ....core.probe import NotApplicable, Probe
+from ....core.ptx import Clock, Kernel
+from ....core.verify import ProbeInvalid, Verdict, matches
+from .rows import (SWIZZLE_BYTES, SWIZZLES, Config, DepthRow)
 
 TARGET = "sm_90a"
 THREADS_MAX = 384                # 3 warpgroups: ptxas keeps registers under 65536 / 384

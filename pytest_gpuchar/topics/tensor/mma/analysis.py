@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core import sass
-from ...core.fit import fit, iqr, least_squares
-from ...core.verify import matches
+from ....core import sass
+from ....core.fit import fit, iqr, least_squares
+from ....core.verify import matches
 from .rows import (MIN_TRIPS, PAPER_TABLE_III, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP,
                    STEP_FLOOR, STEPS, TRIP_RATIOS, Emulation, TensorRow)
 

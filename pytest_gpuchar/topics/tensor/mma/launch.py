@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core.runner import Launch, Plan, Refused
+from ....core.runner import Launch, Plan, Refused
 from . import operands
 from .probes import WARP, TensorProbe
 
 if TYPE_CHECKING:
-    from ...core.jit import Compiled
-    from ...core.runner import Runner
+    from ....core.jit import Compiled
+    from ....core.runner import Runner
 
 
 @dataclass(frozen=True)

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core import ptx, toolchain
-from ...core.probe import NotApplicable, Probe
-from ...core.ptx import Registers
-from . import operands
-from .analysis import SweepPoint, fit_point
-from .kernels import timed_kernel
-from .probes import TensorProbe
-from .rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
+from ....core import ptx, toolchain
+from ....core.probe import NotApplicable, Probe
+from ....core.ptx import Registers
+from ..mma import operands
+from ..mma.analysis import SweepPoint, fit_point
+from ..mma.kernels import timed_kernel
+from ..mma.probes import TensorProbe
+from ..mma.rows import HOPPER_PEAK_FLOP, HOPPER_PEAK_SOURCE
 
 ARCH = "sm_90"
 ISA = "8.4"

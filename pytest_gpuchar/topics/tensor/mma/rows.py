@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
-from ...core import archs
+from ....core import archs
 
 # --- sweep grid (seed 004, Figs 6-7) ------------------------------------------------------
 

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...core import values
-from ...core.build import Built, Group
-from ...core.runner import Launch, Plan
-from ...results.judge import Measured, Measurement
-from ...results.plots import pyplot, save
-from . import clock_load as cl
-from . import wgmma_depth as wd
-from .clock_load import Load, LoadSummary
-from .wgmma_depth_run import inputs as wgmma_inputs
+from ....core import values
+from ....core.build import Built, Group
+from ....core.runner import Launch, Plan
+from ....results.judge import Measured, Measurement
+from ....results.plots import pyplot, save
+from . import kernels as cl
+from ..wgmma import kernels as wd
+from .kernels import Load, LoadSummary
+from ..wgmma.run import inputs as wgmma_inputs
 
 if TYPE_CHECKING:
-    from ...core.runner import Runner
-    from ...session import GpuCharSession
+    from ....core.runner import Runner
+    from ....session import GpuCharSession
 
 WINDOW_S = 0.25
 WINDOWS = {Load.IDLE: 2, Load.FFMA: 6, Load.WGMMA: 6, Load.HBM: 6}

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from ...core import archs, sass
-from ...core.probe import NotApplicable, Probe
-from ...core.ptx import Kernel
-from ...core.verify import ProbeInvalid, Verdict
+from ....core import archs, sass
+from ....core.probe import NotApplicable, Probe
+from ....core.ptx import Kernel
+from ....core.verify import ProbeInvalid, Verdict
 
 TMEM_COLUMNS = 64          # allocated: accumulator at +0, block scales at +32 / +48
 

@@ -1,0 +1,1 @@
+"""The SM clock under sustained load (idle, FFMA, wgmma, HBM streaming)."""

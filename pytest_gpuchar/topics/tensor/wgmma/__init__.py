@@ -1,0 +1,1 @@
+"""wgmma in depth (issue 16): completion latency, concurrency to the peak, swizzles."""
