@@ -14,6 +14,7 @@ import pytest
 from .core import sass, toolchain
 from .core.build import Built
 from .core.probe import Probe
+from .core.topic import Checked
 from .core.verify import ProbeInvalid
 from .results.judge import Measured, Measurement, Result, Status, judge
 from .session import GpuCharSession
@@ -176,14 +177,6 @@ def record_command(node: pytest.Item) -> str:
 
 
 # --- the two steps ------------------------------------------------------------------------------
-
-class Checked(list):
-    """What static_check verified: (Built, Verdict) per probe."""
-
-    @property
-    def tool(self) -> toolchain.Tool:
-        return self[0][0].tool
-
 
 def default_snapshot(checked: Checked) -> str:
     tool = checked.tool

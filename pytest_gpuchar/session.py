@@ -9,40 +9,22 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 import pytest
 
 from .core import archs, sass
 from .core.build import Builds
 from .core.probe import DeclaredUnmeasurable, Probe
+from .core.topic import RunCache
 from .core.verify import ProbeInvalid, Verdict
 from .results.changes import measured_skip
 from .results.expectations import Expected, Store, default_root
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
 
-T = TypeVar("T")
-
-
 class StaleDeclaration(AssertionError):
     """A probe declared unmeasurable is valid with this compiler: the declaration is stale."""
-
-
-class RunCache:
-    """Measurements shared between tests (Table II reuses Table V's runs, a sweep feeds many
-    rows): each made once per session under its key."""
-
-    def __init__(self) -> None:
-        self._runs: dict[tuple, Any] = {}
-
-    def once(self, key: tuple, make: Callable[[], T]) -> T:
-        if key not in self._runs:
-            self._runs[key] = make()
-        return self._runs[key]
-
-    def __contains__(self, key: tuple) -> bool:
-        return key in self._runs
 
 
 @dataclass(eq=False)     # registered as a plugin: hashed by identity

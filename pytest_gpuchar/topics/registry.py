@@ -1,57 +1,35 @@
-"""Which topics exist, and the modules each compiles for an arch: the one place the suite
-maps a topic name to its code (as pytest-xdist maps a --dist name to its scheduler).
+"""Which topic's code a name means: the topics are core.topic.TOPICS (the one list, which the
+expectation files are laid out by too); each is the package pytest_gpuchar.topics.<name>, whose
+``groups(arch)`` gives the modules it compiles (core.topic.Topic), as pytest-xdist maps a
+--dist name to its scheduler.
 
 A characterisation test module names its topic with ``pytestmark = pytest.mark.topic(name)``;
-the characterisation conftest asks this registry for the groups of the topics the selected
-tests need (offline ptxas batches for static tests, driver-JIT prefetch for hardware tests).
+the compile scheduling (pytest_gpuchar/schedule.py) asks this registry for the groups of the
+topics the selected tests need (offline ptxas batches for static tests, driver-JIT prefetch for
+hardware tests).
 """
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from ..core.build import Group
-
-
-@dataclass(frozen=True)
-class Topic:
-    name: str
-    package: str          # the topic's package under pytest_gpuchar.topics
-    doc: str
-    # its hardware figures compare the driver's SASS with the offline ptxas of the driver's
-    # CUDA version: a hardware run assembles its modules with that ptxas too
-    jit_vs_ptxas: bool = False
-
-    def groups(self, arch: str) -> list[Group]:
-        """The modules this topic compiles for `arch` (its run module's `groups(arch)`)."""
-        run = importlib.import_module(f"pytest_gpuchar.topics.{self.package}.run")
-        return run.groups(arch)
-
-
-TOPICS = {t.name: t for t in (
-    Topic("instructions", "instructions", "Tables I, II, V: latency and CPI per PTX instruction",
-          jit_vs_ptxas=True),
-    Topic("memory", "memory", "Table IV, Table 10, cache staircase: the memory hierarchy"),
-    Topic("tensor", "tensor.mma", "Table III, 004 Tables 3-9, wgmma: tensor-core speed"),
-    Topic("numerics", "numerics", "004 Tables 12-15, Fasi: tensor-core numerics"),
-    Topic("throughput", "throughput", "seeds 001/002: FMA and unit throughput, launch costs"),
-    Topic("movement", "movement", "Hopper data movement: clusters/DSM, TMA, async copies, "
-                                  "barriers, bandwidths, L2 by SM, loaded latency"),
-    Topic("dpx", "dpx", "Hopper DPX intrinsics: SASS per arch, latency and throughput on sm_90"),
-    Topic("bsp", "bsp", "Many-BSP predictions (seed 002) of Hotspot, KNN, MM against measured "
-                        "cycles"),
-)}
+from ..core.topic import TOPICS, Topic, TopicInfo
 
 
 class UnknownTopic(KeyError):
     pass
 
 
-def topic(name: str) -> Topic:
+def topic(name: str) -> TopicInfo:
     try:
         return TOPICS[name]
     except KeyError:
         raise UnknownTopic(f"unknown topic {name!r}; known: {', '.join(TOPICS)}") from None
+
+
+def code(name: str) -> Topic:
+    """The topic's package (its groups)."""
+    return importlib.import_module(f"pytest_gpuchar.topics.{topic(name).name}")
 
 
 def topic_of(item) -> str | None:
@@ -77,4 +55,4 @@ def static_order(items, archs: list[str]) -> list[tuple[str, str]]:
 
 def groups(names: set[str], arch: str) -> list[Group]:
     """Every group of these topics for `arch` (in registry order)."""
-    return [g for t in TOPICS.values() if t.name in names for g in t.groups(arch)]
+    return [g for t in TOPICS.values() if t.name in names for g in code(t.name).groups(arch)]

@@ -1,2 +1,9 @@
 """Tensor-core numerics (seed 004 section 8, Fasi et al. 2021): what one mma.sync computes,
 bit for bit, against exact CPU references."""
+from __future__ import annotations
+
+
+def groups(arch: str) -> list:
+    """The modules the topic compiles for `arch` (core.topic.Topic)."""
+    from . import run
+    return run.groups(arch)

@@ -1,3 +1,18 @@
 """Tensor cores (seed 003 Table III, seed 004 Tables 3-9 and Figs 6-7, Hopper wgmma): the SASS
 each wmma / mma.sync / mma.sp / ldmatrix / wgmma becomes, and its latency and throughput over
-ILP x warps per SM."""
+ILP x warps per SM. Sub-packages: mma (the sweeps), wgmma (wgmma in depth), clock_load,
+fp8_emulation, tcgen05."""
+from __future__ import annotations
+
+
+def groups(arch: str) -> list:
+    """The modules the topic compiles for `arch` (core.topic.Topic): the sweeps' and the
+    static checks' (mma), then wgmma in depth, the clock under load and the FP8 emulation
+    (sm_90 only)."""
+    from .clock_load import run as clock_load
+    from .fp8_emulation import run as fp8_emulation
+    from .mma import run as mma
+    from .wgmma import run as wgmma
+    out = [*mma.groups(arch), *wgmma.groups(arch), *clock_load.groups(arch),
+           *fp8_emulation.groups(arch)]
+    return [g for g in out if g.probes]

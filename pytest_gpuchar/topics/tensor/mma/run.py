@@ -8,24 +8,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 from ....core import archs, sass
 from ....core.build import Group, Stage
 from ....core.jit import JITError
 from ....core.probe import DeclaredUnmeasurable, Probe
+from ....core.topic import Context
 from ....core.verify import ProbeInvalid
 from . import analysis, kernels
-from ..clock_load import run as clock_load_run
-from ..fp8_emulation import run as fp8_emulation_run
 from ..tcgen05 import kernels as tcgen05
-from ..wgmma import run as wgmma_depth_run
 from .launch import launch_all, launchable
 from .probes import TensorProbe, Unsupported, never_executed
 from ..wgmma.kernels import check_wgmma_log
 
-if TYPE_CHECKING:
-    from ....session import GpuCharSession
 
 SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
 
@@ -75,9 +70,6 @@ def groups(arch: str) -> list[Group]:
                       text=lambda _: kernels.movm_module(arch), stage=Stage.STATIC),
                 Group("tensor_emulated", arch, [p for _, p in kernels.emulated_probes(arch)],
                       text=_text(arch), stage=Stage.STATIC)]
-    # issue 16 (sm_90 only): wgmma in depth, clock under load, the FP8 mma.sync emulation
-    out += [*wgmma_depth_run.groups(arch), *clock_load_run.groups(arch),
-            *fp8_emulation_run.groups(arch)]
     return [g for g in out if g.probes]
 
 
@@ -112,7 +104,7 @@ class Sweep:
         return json.dumps(self.to_json(), indent=1, default=str)
 
 
-def _verify_all(session: "GpuCharSession", ps: list[TensorProbe], functions: dict,
+def _verify_all(session: Context, ps: list[TensorProbe], functions: dict,
                 out: Sweep) -> list[TensorProbe]:
     """The probes whose driver SASS passes the verification door (the others: out.invalid,
     or out.unmeasurable where the arch declares them so), with each probe's loop accounting
@@ -134,7 +126,7 @@ def _verify_all(session: "GpuCharSession", ps: list[TensorProbe], functions: dic
     return good
 
 
-def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
+def _link_sweep(session: Context, arch: str, out: Sweep) -> list:
     """JIT the sweep's parts (a part the driver rejects fails the sweep), verify: jobs."""
     dev = session.gpu.dev
     g = sweep_group(arch)
@@ -150,7 +142,7 @@ def _link_sweep(session: "GpuCharSession", arch: str, out: Sweep) -> list:
     return jobs
 
 
-def _link_wgmma(session: "GpuCharSession", arch: str, out: Sweep) -> list:
+def _link_wgmma(session: Context, arch: str, out: Sweep) -> list:
     """JIT the wgmma module; a JIT error or serialisation warning is the wgmma rows' failure
     (out.wgmma_error), not the sweep's."""
     g = wgmma_group(arch)
@@ -175,7 +167,7 @@ def _link_wgmma(session: "GpuCharSession", arch: str, out: Sweep) -> list:
     return [(job, compiled) for job in launchable(good, compiled, out.skipped)]
 
 
-def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
+def run_sweep(session: Context, arch: str, repeats: int) -> Sweep:
     out = Sweep(arch, repeats=repeats)
     jobs = _link_sweep(session, arch, out) + _link_wgmma(session, arch, out)
     raw: dict = {}
@@ -196,7 +188,7 @@ def run_sweep(session: "GpuCharSession", arch: str, repeats: int) -> Sweep:
     return out
 
 
-def sweep(session: "GpuCharSession", arch: str) -> Sweep:
+def sweep(session: Context, arch: str) -> Sweep:
     """The arch's sweep, measured once per session."""
     return session.runs.once(("tensor", "sweep", arch), lambda: run_sweep(
         session, arch, max(session.repeats, SWEEP_MIN_REPEATS)))
@@ -209,7 +201,7 @@ def _no_tensor_cores(arch: str) -> None:
         raise Unsupported(f"static: {arch} has no tensor cores")
 
 
-def movm(session: "GpuCharSession", arch: str, layout: str, types: str) -> list[str]:
+def movm(session: Context, arch: str, layout: str, types: str) -> list[str]:
     """003 section IV-C on `arch`: the MOVM transposes of every layout (offline ptxas, one
     module): what does not hold."""
     _no_tensor_cores(arch)
@@ -220,7 +212,7 @@ def movm(session: "GpuCharSession", arch: str, layout: str, types: str) -> list[
     return analysis.movm_problems(counts, archs.number(arch), layout, types)
 
 
-def emulated(session: "GpuCharSession", arch: str) -> list[str]:
+def emulated(session: Context, arch: str) -> list[str]:
     """The rows that are no tensor-core instruction on `arch` (offline ptxas, one module):
     what they became that they must not."""
     _no_tensor_cores(arch)

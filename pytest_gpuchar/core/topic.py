@@ -1,0 +1,125 @@
+"""The topic contract, written once.
+
+A topic is a package under pytest_gpuchar/topics: rows (data), kernels (PTX on the shared
+frame), a run module that measures a row through a ``Context``, analysis as plain functions,
+and one test module per paper table. ``TOPICS`` is the one list of topics: the registry
+(topics/registry.py) maps each name to its package's code, and the expectation files are laid
+out by it (results/expectations.py: a topic's keys start with its name and live in
+expectations/<topic>/<arch>.yaml, the instruction tables' in expectations/<arch>.yaml).
+
+``Topic`` is what a topic package offers the suite (its ``__init__``): the modules it compiles
+for an arch. ``Context`` is what a topic's run sees of a session: the GPU and its launch
+stage, the compiled modules, the measurements shared between tests, the repeats, the
+verification door, the expectations and the results so far. The pytest session implements
+it; a topic never imports the pytest layer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, TypeVar
+
+from . import toolchain
+from .build import Builds, Group
+from .gpu import Gpu
+from .probe import Probe
+from .runner import Runner
+from .verify import Verdict
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """A topic: its name (the prefix of its keys and its package), what it measures, whether
+    its keys have a directory of expectation files of their own, and whether its hardware
+    figures compare the driver's SASS with the offline ptxas of the driver's CUDA version
+    (a hardware run then assembles its modules with that ptxas too)."""
+    name: str
+    doc: str
+    own_files: bool = True
+    jit_vs_ptxas: bool = False
+
+
+TOPICS: dict[str, TopicInfo] = {t.name: t for t in (
+    TopicInfo("instructions", "Tables I, II, V: latency and CPI per PTX instruction",
+              own_files=False, jit_vs_ptxas=True),
+    TopicInfo("memory", "Table IV, Table 10, cache staircase: the memory hierarchy"),
+    TopicInfo("tensor", "Table III, 004 Tables 3-9, wgmma: tensor-core speed"),
+    TopicInfo("numerics", "004 Tables 12-15, Fasi: tensor-core numerics"),
+    TopicInfo("throughput", "seeds 001/002: FMA and unit throughput, launch costs"),
+    TopicInfo("movement", "Hopper data movement: clusters/DSM, TMA, async copies, barriers, "
+                          "bandwidths, L2 by SM, loaded latency"),
+    TopicInfo("dpx", "Hopper DPX intrinsics: SASS per arch, latency and throughput on sm_90"),
+    TopicInfo("bsp", "Many-BSP predictions (seed 002) of Hotspot, KNN, MM against measured "
+                     "cycles"),
+)}
+
+
+def expectation_topics() -> tuple[str, ...]:
+    """The topics whose keys live in expectations/<topic>/<arch>.yaml."""
+    return tuple(t.name for t in TOPICS.values() if t.own_files)
+
+
+class Topic(Protocol):
+    """A topic package (its ``__init__``): the modules it compiles for an arch (offline for
+    the static checks, by the driver's JIT for the hardware tests)."""
+
+    def groups(self, arch: str) -> list[Group]: ...
+
+
+class Runs(Protocol):
+    def once(self, key: tuple, make: Callable[[], T]) -> T: ...
+
+    def __contains__(self, key: tuple) -> bool: ...
+
+
+class Notes(Protocol):
+    """Where a topic notes a result made outside the judge (an invalid probe, a mapping)."""
+
+    def note(self, result: Any) -> Any: ...
+
+
+class Context(Protocol):
+    """What a topic's run is given (see the module docstring)."""
+    repeats: int
+    runs: Runs
+    builds: Builds
+    expectations: Any           # results.expectations.Store
+    recorder: Any               # results.report.Recorder: the results recorded so far
+
+    @property
+    def gpu(self) -> Gpu: ...
+
+    @property
+    def runner(self) -> Runner: ...
+
+    @property
+    def device(self) -> Any: ...
+
+    def verify(self, probe: Probe, functions: dict, compiler: str | None = None) -> Verdict: ...
+
+    def provenance(self) -> dict: ...
+
+
+class RunCache:
+    """Measurements shared between tests (Table II reuses Table V's runs, a sweep feeds many
+    rows): each made once per session under its key."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple, Any] = {}
+
+    def once(self, key: tuple, make: Callable[[], T]) -> T:
+        if key not in self._runs:
+            self._runs[key] = make()
+        return self._runs[key]
+
+    def __contains__(self, key: tuple) -> bool:
+        return key in self._runs
+
+
+class Checked(list):
+    """What a static check verified: (Built, Verdict) per probe."""
+
+    @property
+    def tool(self) -> toolchain.Tool:
+        return self[0][0].tool
