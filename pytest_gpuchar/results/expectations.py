@@ -2,9 +2,9 @@
 per-device overrides, comparison of a measurement, and atomic regeneration from a run.
 
 Files: ``expectations/<arch>.yaml`` holds the instruction tables; each topic of the suite has
-its own directory of per-arch files, ``expectations/<topic>/<arch>.yaml`` (topics: TOPICS),
-whose characteristic keys all start with ``<topic>.``. ``load(arch)`` merges an arch's files; a
-key defined in two files is an error naming both. Regeneration writes each key back to the file
+its own directory of per-arch files, ``expectations/<topic>/<arch>.yaml`` (topics: TOPICS, from
+core.topic), whose characteristic keys all start with ``<topic>.``. ``load(arch)`` merges an
+arch's files; a key defined in two files is an error naming both. Regeneration writes each key back to the file
 of its topic, so the topics (and the archs) never overwrite each other.
 
 File layout::
@@ -49,10 +49,12 @@ import yaml
 from ..core import archs
 from .literature import Literature, LiteratureError, from_mapping
 from ..core.atomic import atomic_write
+from ..core.topic import expectation_topics
 
 SCHEMA_VERSION = 1
-# Topic directories under ROOT; a key "memory.latency.l1" lives in memory/<arch>.yaml.
-TOPICS = ("memory", "tensor", "numerics", "throughput", "dpx", "movement")
+# Topic directories under ROOT (the topics with files of their own, core.topic.TOPICS); a key
+# "memory.latency.l1" lives in memory/<arch>.yaml.
+TOPICS = expectation_topics()
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent / "expectations"
 TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
             "devices", "provenance", "unmeasurable"}
