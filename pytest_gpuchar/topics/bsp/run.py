@@ -10,21 +10,19 @@ import math
 
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch, Plan
+from ...core.topic import Checked, Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, model, params
 from .kernels import REC_WORDS, KernelProbe
 from .rows import MU, MU_SOURCE, PYRAMID, App, Size
 
-if TYPE_CHECKING:
-    from ...fixtures import Checked
-    from ...session import GpuCharSession
 
 MAX_REPEATS = 5
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
@@ -65,7 +63,7 @@ def static_probe(app: App, arch: str) -> KernelProbe:
     return kernels.probe(app, arch)
 
 
-def snapshot(checked: "Checked") -> str:
+def snapshot(checked: Checked) -> str:
     """What static_check snapshots: each kernel's normalised SASS under a one-line title."""
     tool = checked.tool
     return "".join(f"// {b.probe.name} ({b.probe.arch}, {tool.name} {tool.version}): "
@@ -73,11 +71,11 @@ def snapshot(checked: "Checked") -> str:
                    f"{b.probe.snapshot_text(b.functions)}" for b, v in checked)
 
 
-def repeats(session: "GpuCharSession") -> int:
+def repeats(session: Context) -> int:
     return max(3, min(session.repeats, MAX_REPEATS))
 
 
-def _built(session: "GpuCharSession", probe: KernelProbe) -> Built:
+def _built(session: Context, probe: KernelProbe) -> Built:
     """The kernel as the driver linked it, from the topic's module (linked once)."""
     gpu = session.gpu
     gpu.ensure_alive(probe.name)
@@ -186,7 +184,7 @@ def short_kernel(r: int, ms: float, reps: int) -> int:
     return max(reps, SHORT_REPEATS) if r == 1 and ms * 1000.0 < SHORT_US else reps
 
 
-def measure(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
+def measure(session: Context, size: Size, arch: str) -> KernelRun:
     """JIT (the topic's module), verify the driver's SASS, launch 1 + repeats times (each
     waited for under the watchdog and timed by its events), check the output, read the
     stamps."""
@@ -214,13 +212,13 @@ def measure(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
                      len(host))
 
 
-def measured(session: "GpuCharSession", size: Size, arch: str) -> KernelRun:
+def measured(session: Context, size: Size, arch: str) -> KernelRun:
     return session.runs.once(("bsp", size.id, arch), lambda: measure(session, size, arch))
 
 
 # --- the row --------------------------------------------------------------------------------
 
-def parameters(session: "GpuCharSession", arch: str) -> tuple[params.Values, dict]:
+def parameters(session: Context, arch: str) -> tuple[params.Values, dict]:
     """This device's values (this session's results, else the expectation files') and the
     Table 1-8 parameters from them; NotApplicable when the arch lacks what a prediction
     needs."""
@@ -235,7 +233,7 @@ def parameters(session: "GpuCharSession", arch: str) -> tuple[params.Values, dic
     return values, p
 
 
-def _measured_data(run: KernelRun, session: "GpuCharSession") -> dict:
+def _measured_data(run: KernelRun, session: Context) -> dict:
     dev = session.gpu.dev
     mhz = session.provenance().get("sm_clock_measured_mhz") or dev.sm_clock_max_mhz
     gt = statistics.median(s.globaltimer_ns for s in run.spans)
@@ -269,7 +267,7 @@ def _finite(x: float, digits: int = 3) -> float | None:
     return round(x, digits) if np.isfinite(x) else None
 
 
-def prediction(session: "GpuCharSession", size: Size, arch: str) -> Measured:
+def prediction(session: Context, size: Size, arch: str) -> Measured:
     """Measured and predicted whole-kernel cycles of one kernel and size, and the error."""
     values, p = parameters(session, arch)
     run = measured(session, size, arch)

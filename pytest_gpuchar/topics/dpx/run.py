@@ -5,7 +5,6 @@ per clock per SM of the whole-GPU loop, as Measured rows for the hardware_row st
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,16 +12,13 @@ from ...core import archs
 from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
-from ...core.runner import Launch, Plan
+from ...core.runner import Launch, Plan, Runner
+from ...core.topic import Checked, Context
 from ...results.judge import Measured, Measurement, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BLOCK, BLOCKS_PER_SM, REC_WORDS, DpxProbe, LoopProbe
 from .rows import DpxRow
 
-if TYPE_CHECKING:
-    from ...core.runner import Runner
-    from ...fixtures import Checked
-    from ...session import GpuCharSession
 
 TRIPS = (64, 128, 192)        # loop trip counts of the throughput measurement
 LAT_TOL = {"abs": 0.5}        # integer cycles: a latency repeats to the cycle
@@ -51,7 +47,7 @@ def groups(arch: str) -> list[Group]:
 
 # --- static ---------------------------------------------------------------------------------
 
-def mapping_note(row: DpxRow, arch: str, checked: "Checked") -> Result:
+def mapping_note(row: DpxRow, arch: str, checked: Checked) -> Result:
     """The call's SASS on this arch (an info note for the reports)."""
     verdict = checked[0][1]
     kind = "hardware DPX" if row.is_hardware(arch) else \
@@ -91,7 +87,7 @@ def chain_plan(probe: DpxProbe, compiled, repeats: int, words: dict) -> Plan:
                 dtype=np.int64)
 
 
-def launch_chain(runner: "Runner", probe: DpxProbe, compiled,
+def launch_chain(runner: Runner, probe: DpxProbe, compiled,
                  repeats: int) -> tuple[dict, dict, dict]:
     """(cycles per repeat, the last launch's out slots, the input words) per length."""
     words: dict = {}
@@ -100,7 +96,7 @@ def launch_chain(runner: "Runner", probe: DpxProbe, compiled,
             {n: h[-1] for n, h in host.items()}, words)
 
 
-def chain_run(session: "GpuCharSession", row: DpxRow, arch: str) -> ChainRun:
+def chain_run(session: Context, row: DpxRow, arch: str) -> ChainRun:
     """JIT (the topic's module), verify the driver's SASS, launch: once per session."""
     probe = kernels.latency_probe(row, arch)
 
@@ -125,7 +121,7 @@ def result_checks(row: DpxRow, arch: str, run: ChainRun) -> list[str]:
     return out
 
 
-def latency(session: "GpuCharSession", row: DpxRow, arch: str) -> Measured:
+def latency(session: Context, row: DpxRow, arch: str) -> Measured:
     """Cycles per call of a dependent chain (the result of each call is the next one's a)."""
     run = chain_run(session, row, arch)
     p = run.probe
@@ -153,7 +149,7 @@ class LoopRun:
     wall_ms: dict = field(default_factory=dict)
 
 
-def launch_loop(runner: "Runner", probe: LoopProbe, compiled, repeats: int,
+def launch_loop(runner: Runner, probe: LoopProbe, compiled, repeats: int,
                 trips: tuple[int, ...] = TRIPS) -> tuple[dict, int]:
     """1 + `repeats` whole-GPU launches per trip count (the first a warm-up), every trip
     count's records allocated first, one wait: (trip -> (repeats, warps, 3) records, dynamic
@@ -174,7 +170,7 @@ def launch_loop(runner: "Runner", probe: LoopProbe, compiled, repeats: int,
     return {t: out.timed(t) for t in trips}, smem
 
 
-def loop_run(session: "GpuCharSession", row: DpxRow, arch: str) -> LoopRun:
+def loop_run(session: Context, row: DpxRow, arch: str) -> LoopRun:
     probe = kernels.loop_probe(row, arch)
 
     def make() -> LoopRun:
@@ -191,7 +187,7 @@ def loop_run(session: "GpuCharSession", row: DpxRow, arch: str) -> LoopRun:
     return session.runs.once(("dpx", "throughput", row.name, arch, probe.digest), make)
 
 
-def throughput(session: "GpuCharSession", row: DpxRow, arch: str) -> Measured:
+def throughput(session: Context, row: DpxRow, arch: str) -> Measured:
     """Calls per clock per SM of the whole-GPU loop (clock-invariant: %clock64 counts SM
     cycles); a 16x2 call does two lanes."""
     run = loop_run(session, row, arch)

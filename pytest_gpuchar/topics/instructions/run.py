@@ -6,19 +6,17 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ...core import sass, sassdiff, toolchain
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
 from ...core.runner import frame_plan, thread0_cycles
+from ...core.topic import Context
 from ...core.verify import ProbeInvalid, Verdict
 from ...results.judge import Measured, Measurement, Result, Status
 from . import kernels, rows
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 METHOD_LATENCY = ("slope of %clock64 cycles over dependent chains of {lengths} ops, "
                   "1 thread, median of {reps} launches after a warm-up")
@@ -63,7 +61,7 @@ class Run:
         return fit(self.cycles, self.probe.ops)
 
 
-def measured(session: "GpuCharSession", probe: Probe) -> Run:
+def measured(session: Context, probe: Probe) -> Run:
     """JIT (the tables' batch), verify the driver's SASS, launch: once per session."""
     def make() -> Run:
         gpu = session.gpu
@@ -81,7 +79,7 @@ def _method(text: str, probe: Probe, reps: int, note: str = "") -> str:
         (f"; {note}" if note else "")
 
 
-def figure(session: "GpuCharSession", probe: Probe, key: str, method: str,
+def figure(session: Context, probe: Probe, key: str, method: str,
            note: str = "") -> Measured:
     """A probe's slope as a characteristic, with the driver's SASS (snapshot) and whether it
     equals the offline ptxas's (the driver's JIT compiler is part of the driver)."""
@@ -105,19 +103,19 @@ def figure(session: "GpuCharSession", probe: Probe, key: str, method: str,
     return Measured(m, sass=jit_text)
 
 
-def latency(session: "GpuCharSession", row: kernels.InstrRow, arch: str) -> Measured:
+def latency(session: Context, row: kernels.InstrRow, arch: str) -> Measured:
     """Latency: cycles per op of a dependent chain (Table V)."""
     return figure(session, kernels.latency_probe(row, arch), f"latency.{row.name}",
                   METHOD_LATENCY, row.latency_note)
 
 
-def cpi(session: "GpuCharSession", row: kernels.InstrRow, arch: str) -> Measured:
+def cpi(session: Context, row: kernels.InstrRow, arch: str) -> Measured:
     """Cycles per instruction of an independent sequence (Table V's figure)."""
     return figure(session, kernels.cpi_probe(row, arch), f"cpi.{row.name}", METHOD_CPI,
                   row.cpi_note)
 
 
-def dependency(session: "GpuCharSession", row: kernels.InstrRow, arch: str) -> Measured:
+def dependency(session: Context, row: kernels.InstrRow, arch: str) -> Measured:
     """Table II: a dependent chain costs at least as much per instruction as an independent
     sequence of the same instruction (pipeline latency against issue cost)."""
     dep_p, ind_p = kernels.latency_probe(row, arch), kernels.cpi_probe(row, arch)
@@ -135,7 +133,7 @@ def dependency(session: "GpuCharSession", row: kernels.InstrRow, arch: str) -> M
         checks=checks)
 
 
-def clock_overhead(session: "GpuCharSession", arch: str, clock64: bool) -> Measured:
+def clock_overhead(session: Context, arch: str, clock64: bool) -> Measured:
     """The reading of an empty region between two back-to-back clock reads (single readings
     by design: this is the fixed cost the differential method cancels). Table V's
     "mov.u32 clock" row is the 32-bit pair's reading."""
@@ -153,7 +151,7 @@ def clock_overhead(session: "GpuCharSession", arch: str, clock64: bool) -> Measu
         data={"samples": samples, "sass": reads}) for key in keys])
 
 
-def table_i(session: "GpuCharSession", arch: str, n: int) -> Measured:
+def table_i(session: Context, arch: str, n: int) -> Measured:
     """CPI of n independent add.u32 = cycles(region) / n, as the paper measured it."""
     probe = kernels.table_i_probe(rows.row("add.u32"), arch, rows.TABLE_I_COUNTS)
     samples = measured(session, probe).cycles[n]

@@ -6,21 +6,19 @@ checked against the host's walk of the same chain."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
 from ...core.runner import Launch, Plan
+from ...core.topic import Context
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import ChainError, Layout, random_layout, sequential_layout
 from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACES,
                    STAIRCASE_REPEATS, STRIDES, BankRow, Kind, Space, Warm)
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 SWEEP_REPEATS = 3
 PLACE_ALIGN = 2 * 2**20
@@ -50,12 +48,12 @@ class Placed:
     keep: object = None
 
 
-def geometry_of(session: "GpuCharSession") -> Geometry:
+def geometry_of(session: Context) -> Geometry:
     """The device's memory geometry (sizes of the levels, the sweep's footprints)."""
     return session.runs.once(("memory", "geometry"), lambda: geometry(session.gpu.dev))
 
 
-def module(session: "GpuCharSession") -> tuple:
+def module(session: Context) -> tuple:
     """(Compiled, kernel name -> SASS) of the memory module as the driver linked it (once)."""
     def make():
         dev = session.gpu.dev
@@ -64,24 +62,24 @@ def module(session: "GpuCharSession") -> tuple:
     return session.runs.once(("memory", "module"), make)
 
 
-def verified(session: "GpuCharSession", probe: Probe) -> dict:
+def verified(session: Context, probe: Probe) -> dict:
     """The probe's timed regions verified in the driver's own SASS (the verification door,
     once): its unit."""
     return session.runs.once(("memory", "verified", probe.name), lambda: dict(
         session.verify(probe, module(session)[1]).unit))
 
 
-def buffer(session: "GpuCharSession"):
+def buffer(session: Context):
     """The device buffer every global chase shares, sized for the device-memory footprint."""
     return session.runner.buffer("memory.chase", geometry_of(session).dram_footprint()[0])
 
 
-def flush_l2(session: "GpuCharSession") -> None:
+def flush_l2(session: Context) -> None:
     """Evict the L2 by writing a scratch buffer of twice its size."""
     session.runner.evict_l2_by_writing(geometry_of(session).l2_bytes)
 
 
-def _upload(session: "GpuCharSession", lay: Layout, offset: int = 0) -> int:
+def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
     import cupy as cp
     buf = buffer(session)
     if offset + lay.footprint > buf.nbytes:
@@ -92,7 +90,7 @@ def _upload(session: "GpuCharSession", lay: Layout, offset: int = 0) -> int:
     return base
 
 
-def _place(session: "GpuCharSession", probe: kernels.ChaseProbe, lay: Layout, flush: bool,
+def _place(session: Context, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
            offset: int = 0) -> Placed:
     """Global chains are uploaded to the buffer at `offset` (then the L2 flushed if asked:
     the upload itself left the last-written lines in it); shared chains are copied into
@@ -113,7 +111,7 @@ def _place(session: "GpuCharSession", probe: kernels.ChaseProbe, lay: Layout, fl
     return Placed()
 
 
-def chase(session: "GpuCharSession", probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
+def chase(session: Context, probe: kernels.ChaseProbe, lay: Layout, *, repeats: int,
           warm: Warm = Warm.EVERY, lengths: dict[int, int] | None = None,
           flush: bool | None = None, offset: int = 0) -> ChaseRun:
     """Launch the probe's kernels on `lay`, 1 + `repeats` times per length, each launch
@@ -166,7 +164,7 @@ def _check_ends(probe: Probe, lay: Layout, host: dict, expect: list) -> None:
                 f"lines (footprint {lay.footprint} B, {lay.n} pointers)")
 
 
-def bank(session: "GpuCharSession", row: BankRow, *, repeats: int) -> ChaseRun:
+def bank(session: Context, row: BankRow, *, repeats: int) -> ChaseRun:
     """One warp's conflicted chase (Table 10 row); thread 0's cycles; every thread's end
     offset checked."""
     import cupy as cp
@@ -245,7 +243,7 @@ def pooled(runs: list[ChaseRun]) -> ChaseRun:
                     [x for r in runs for x in r.notes])
 
 
-def staircase(session: "GpuCharSession", repeats: int = SWEEP_REPEATS,
+def staircase(session: Context, repeats: int = SWEEP_REPEATS,
               deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
     of Geometry.sweep(): the cache staircase. `repeats` launches per point walked before
@@ -271,7 +269,7 @@ def staircase(session: "GpuCharSession", repeats: int = SWEEP_REPEATS,
     return Curve(fps, lat, spread, sorted(smids), warms)
 
 
-def fill_sweep(session: "GpuCharSession", repeats: int = SWEEP_REPEATS) -> Curve:
+def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
     """Mean latency of a forward ld.global.ca walk at each stride of STRIDES over a region
     held in the L2 but not the L1 (walked once with .cg first): misses are L1 fills from the
     L2, so the curve gives the L1 fill granularity.

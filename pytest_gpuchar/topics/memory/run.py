@@ -4,11 +4,12 @@ the registry compiles (``groups``)."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
+from ...core.topic import Checked, Context
 from ...results.judge import Measured, Measurement
 from . import chase, kernels, plots
 from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
@@ -18,9 +19,6 @@ from .chase import Curve
 from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
                    STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, Kind, Level, Warm)
 
-if TYPE_CHECKING:
-    from ...fixtures import Checked
-    from ...session import GpuCharSession
 
 METHOD_CHAIN = ("pointer chase, 1 thread: slope of %clock64 cycles over {lengths} dependent "
                 "{op} unrolled between two clock reads (clock amortised over the chain, never "
@@ -50,7 +48,7 @@ def groups(arch: str) -> list[Group]:
     return [kernels.group(arch)]
 
 
-def snapshot(checked: "Checked") -> str:
+def snapshot(checked: Checked) -> str:
     """The static test's snapshot: the probe's shortest-length kernel, as the compiler named
     in the first line emitted it."""
     (built, _), = checked
@@ -59,7 +57,7 @@ def snapshot(checked: "Checked") -> str:
             f"{p.snapshot_length()}\n" + p.snapshot_text(built.functions))
 
 
-def _once(session: "GpuCharSession", key: tuple, make: Callable):
+def _once(session: Context, key: tuple, make: Callable):
     """A measurement several tests share, made once per session."""
     return session.runs.once(("memory", *key), make)
 
@@ -72,7 +70,7 @@ def fit_limits(level: Level) -> dict:
     return {"spread_abs": 1.0, "spread_rel": 0.25 if level.is_dram else 0.05}
 
 
-def latency(session: "GpuCharSession", level: Level, arch: str) -> Measured:
+def latency(session: Context, level: Level, arch: str) -> Measured:
     """A Table IV row: the load-to-use latency (slope over unrolled dependent loads) and the
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
@@ -142,12 +140,12 @@ def _latency_checks(level: Level, g, lay, run, f: Fit, lf: Fit) -> list[str]:
 
 # --- Table 10 -----------------------------------------------------------------------------------
 
-def _bank_run(session: "GpuCharSession", row: BankRow):
+def _bank_run(session: Context, row: BankRow):
     return _once(session, ("bank", row.name),
                  lambda: chase.bank(session, row, repeats=session.repeats))
 
 
-def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measured:
+def bank_conflicts(session: Context, row: BankRow, arch: str) -> Measured:
     """A Table 10 row: thread 0's slope over dependent conflicted loads; never cheaper than
     the row with half the ways."""
     run = _bank_run(session, row)
@@ -176,7 +174,7 @@ def bank_conflicts(session: "GpuCharSession", row: BankRow, arch: str) -> Measur
 
 # --- the staircase ------------------------------------------------------------------------------
 
-def capacity(session: "GpuCharSession", row: Capacity, arch: str, artifact) -> Measured:
+def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
     """A cache capacity from the knees of the staircase (measured once, drawn once into the
     report through `artifact`, the gpuchar_artifact fixture)."""
     g = chase.geometry_of(session)
@@ -265,7 +263,7 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
         checks=checks)
 
 
-def fill(session: "GpuCharSession", row: str, arch: str) -> Measured:
+def fill(session: Context, row: str, arch: str) -> Measured:
     """The line/sector size: the smallest stride of a forward walk whose latency reaches 90%
     of the all-miss level; no figure unless the curve follows the fill model."""
     sw: Curve = _once(session, ("fill", row), lambda: chase.fill_sweep(session))

@@ -5,12 +5,13 @@ against the documented peaks. The TMA bulk-copy pipeline against the transfer si
 bandwidth staircase drawn beside the memory topic's latency staircase."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ...core.probe import NotApplicable, Probe
 from ...core.runner import Order, Plan
+from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
 from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK,
@@ -19,8 +20,6 @@ from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SH
 from . import state as st
 from .state import GROW, round_up
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 METHOD_STREAM = ("{threads} threads x 1 CTA per SM ({ctas} CTAs), each thread {unroll} x "
                  "{op} per iteration of a nounroll loop (verified); per SM: 1 / slope of the "
@@ -36,7 +35,7 @@ OPS = {Stream.SHARED_U32: "ld.shared.u32", Stream.SHARED_U64: "ld.shared.v2.u32"
        Stream.DSM: "ld.shared::cluster.v4.u32"}
 
 
-def stream_windows(session: "GpuCharSession", probe: Probe, *, name: str, grid: int, smem: int,
+def stream_windows(session: Context, probe: Probe, *, name: str, grid: int, smem: int,
                    trips: tuple[int, ...], args: Callable, source, block: int = BLOCK,
                    cluster: int | None = None, flush: bool = False, offsets: tuple = (0,),
                    repeats: int | None = None) -> dict[int, list[list[analysis.Window]]]:
@@ -68,7 +67,7 @@ def stream_windows(session: "GpuCharSession", probe: Probe, *, name: str, grid: 
     return {t: [analysis.windows(o, grid) for o in out.timed(t)] for t in trips}
 
 
-def repeats_for(session: "GpuCharSession", level: Level) -> int:
+def repeats_for(session: Context, level: Level) -> int:
     """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
     scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
     return max(session.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM \
@@ -85,7 +84,7 @@ PLACES = ("the launches of repeat r read from place r mod {n} of the buffer (eac
 TMA_L2_BYTES = 2 * 2 * TMA_STAGE      # each CTA's L2-resident source of the TMA rows
 
 
-def placements(session: "GpuCharSession", level: Level, per_cta: int) -> tuple[int, ...]:
+def placements(session: Context, level: Level, per_cta: int) -> tuple[int, ...]:
     """Byte offsets into the big buffer for the repeats of a stream whose CTAs each read
     `per_cta` bytes from it. L2-resident: one place per repeat (as many as fit), 2 MiB-aligned
     past each other. Where the data lies decides which L2 slices serve it: in one process on
@@ -99,7 +98,7 @@ def placements(session: "GpuCharSession", level: Level, per_cta: int) -> tuple[i
     return tuple(k * stride for k in range(count))
 
 
-def stream_measurement(session: "GpuCharSession", probe: Probe, key: str,
+def stream_measurement(session: Context, probe: Probe, key: str,
                        figs: analysis.StreamFigures, row: StreamRow, *, extra: str = "",
                        trips=None) -> Measured:
     """The per-SM figure (B/clk/SM) with the whole-GPU figures in its data."""
@@ -116,7 +115,7 @@ def stream_measurement(session: "GpuCharSession", probe: Probe, key: str,
 
 # --- the bandwidth rows --------------------------------------------------------------------------
 
-def _layout(session: "GpuCharSession", row: StreamRow) -> tuple[int, int]:
+def _layout(session: Context, row: StreamRow) -> tuple[int, int]:
     """(slice bytes per CTA, offset mask) of a row."""
     if row.region is Region.SLICE:
         slice_ = st.slice_bytes(session)
@@ -127,7 +126,7 @@ def _layout(session: "GpuCharSession", row: StreamRow) -> tuple[int, int]:
     return (0 if row.region is Region.SHARED else row.region_bytes), row.region_bytes - 1
 
 
-def _smem(session: "GpuCharSession", row: StreamRow) -> int:
+def _smem(session: Context, row: StreamRow) -> int:
     if row.region is Region.SHARED:
         return st.smem_for(session, row.region_bytes + row.advance)
     if row.kind is Stream.CP_ASYNC:
@@ -135,7 +134,7 @@ def _smem(session: "GpuCharSession", row: StreamRow) -> int:
     return st.lone_smem(session)
 
 
-def measure_stream(session: "GpuCharSession", row: StreamRow,
+def measure_stream(session: Context, row: StreamRow,
                    arch: str) -> analysis.StreamFigures:
     probe = streams.stream_probe(row, arch)
     st.built(session, probe)
@@ -161,7 +160,7 @@ def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
     return max(rel, 0.02) if whole_gpu else rel
 
 
-def _peaks(session: "GpuCharSession", row: StreamRow,
+def _peaks(session: Context, row: StreamRow,
            figs: analysis.StreamFigures) -> list[Measurement]:
     """Achieved / documented: shared memory per SM per clock, device memory whole-GPU GB/s."""
     if row.peak == "shared":
@@ -184,11 +183,11 @@ def _peaks(session: "GpuCharSession", row: StreamRow,
                               "tolerance": {"abs": 0.0, "rel": rate_tol(row, True)}})]
 
 
-def stream_figures(session: "GpuCharSession", row: StreamRow, arch: str):
+def stream_figures(session: Context, row: StreamRow, arch: str):
     return st.once(session, ("stream", row.id), lambda: measure_stream(session, row, arch))
 
 
-def bandwidth(session: "GpuCharSession", row: StreamRow, arch: str, artifact) -> Measured:
+def bandwidth(session: Context, row: StreamRow, arch: str, artifact) -> Measured:
     """A bandwidth row: B/clk per SM, the whole GPU's B/clk and GB/s, achieved / documented.
     The staircase row (device-memory read) also draws the staircase into the report."""
     probe = streams.stream_probe(row, arch)
@@ -230,7 +229,7 @@ def _whole_gpu(row: StreamRow, figs: analysis.StreamFigures, share: float) -> Me
                        data={"tolerance": tol})
 
 
-def _staircase(session: "GpuCharSession", arch: str, artifact) -> bool:
+def _staircase(session: Context, arch: str, artifact) -> bool:
     stages = [r for r in STREAMS.values() if r.stage]
     points = [(r.stage, stream_figures(session, r, arch).per_sm.value) for r in stages]
     plots.save_staircase(artifact, points, session.gpu.dev)
@@ -239,7 +238,7 @@ def _staircase(session: "GpuCharSession", arch: str, artifact) -> bool:
 
 # --- TMA bulk copies against the transfer size ---------------------------------------------------
 
-def measure_tma_bw(session: "GpuCharSession", row: TmaBwRow,
+def measure_tma_bw(session: Context, row: TmaBwRow,
                    arch: str) -> analysis.StreamFigures:
     probe = streams.tma_stream_probe(row.size, arch)
     st.built(session, probe)
@@ -259,7 +258,7 @@ def measure_tma_bw(session: "GpuCharSession", row: TmaBwRow,
                                    spread_rel=RATE_SPREAD_REL[row.level])
 
 
-def tma_bw_figures(session: "GpuCharSession", row: TmaBwRow, arch: str):
+def tma_bw_figures(session: Context, row: TmaBwRow, arch: str):
     return st.once(session, ("tma_bw", row.id), lambda: measure_tma_bw(session, row, arch))
 
 
@@ -269,7 +268,7 @@ METHOD_TMA_BW = ("one thread per CTA, one CTA per SM, two stages of {stage} B in
                  "iterations, median CTA, median of {reps} launches after a warm-up")
 
 
-def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measured:
+def tma_bandwidth(session: Context, row: TmaBwRow, arch: str) -> Measured:
     figs = tma_bw_figures(session, row, arch)
     probe = streams.tma_stream_probe(row.size, arch)
     where = ("each CTA's slice of a buffer >= 4 x L2, L2 evicted before each launch"
@@ -286,7 +285,7 @@ def tma_bandwidth(session: "GpuCharSession", row: TmaBwRow, arch: str) -> Measur
         checks=figs.checks)
 
 
-def tma_knee(session: "GpuCharSession", level: Level, arch: str, artifact) -> Measured:
+def tma_knee(session: Context, level: Level, arch: str, artifact) -> Measured:
     """The smallest transfer size reaching TMA_KNEE_SHARE of the best per-SM rate."""
     rates = [tma_bw_figures(session, TmaBwRow(level, z), arch).per_sm.value for z in TMA_SIZES]
     size = analysis.knee(list(TMA_SIZES), rates)

@@ -5,12 +5,12 @@ without a cluster attribute. Every cluster size is first asked of the driver's o
 query (a size the device cannot launch is skipped with its answer)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core.fit import fit
 from ...core.runner import Order, Plan
+from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
@@ -20,8 +20,6 @@ from .rows import (BARRIER_LENGTHS, BARRIER_TOL, DSM_LENGTHS, DSM_SLOTS, DSM_STR
 from . import state as st
 from .state import ChainError
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 METHOD_DSM = ("pointer chase through distributed shared memory ({op}), one thread in each CTA "
               "of one cluster of {c} (one CTA per SM): pass p of CTA r walks {n_slots} slots "
@@ -65,7 +63,7 @@ def _check_dsm(name: str, host: dict[int, np.ndarray], nxt: np.ndarray, c: int) 
     return sorted(sms)
 
 
-def _measure_dsm(session: "GpuCharSession", row: DsmRow, arch: str):
+def _measure_dsm(session: Context, row: DsmRow, arch: str):
     probe = kernels.dsm_probe(row.flavour, arch)
     c = row.cluster
     name = f"{probe.name}/c{c}"
@@ -86,7 +84,7 @@ def _measure_dsm(session: "GpuCharSession", row: DsmRow, arch: str):
     return analysis.dsm_figures(dt), sms, probe
 
 
-def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
+def dsm_latency(session: Context, row: DsmRow, arch: str) -> Measured:
     """Load-to-use latency of distributed shared memory: the own CTA's and the others'."""
     figs, sms, probe = st.once(session, ("dsm", row.id),
                                lambda: _measure_dsm(session, row, arch))
@@ -105,7 +103,7 @@ def dsm_latency(session: "GpuCharSession", row: DsmRow, arch: str) -> Measured:
 
 # --- DSM bandwidth -------------------------------------------------------------------------------
 
-def dsm_bandwidth(session: "GpuCharSession", c: int, arch: str) -> Measured:
+def dsm_bandwidth(session: Context, c: int, arch: str) -> Measured:
     """Bytes per clock each SM reads from its neighbour's shared memory (ld.shared::cluster
     .v4), every co-resident cluster of `c` CTAs streaming at once."""
     probe = streams.dsm_stream_probe(arch)
@@ -132,7 +130,7 @@ def dsm_bandwidth(session: "GpuCharSession", c: int, arch: str) -> Measured:
 
 # --- mapa, barrier.cluster -----------------------------------------------------------------------
 
-def _measure_sync(session: "GpuCharSession", row: SyncRow, arch: str):
+def _measure_sync(session: Context, row: SyncRow, arch: str):
     probe = kernels.sync_probe(row.kind, arch)
     c = 2 if row.kind is Sync.MAPA else row.cluster
     threads = 1 if row.kind is Sync.MAPA else 32
@@ -161,7 +159,7 @@ SYNC_WHAT = {Sync.MAPA: "dependent mapa.shared::cluster.u32",
              Sync.BARRIER_RELAXED: "(barrier.cluster.arrive.relaxed; barrier.cluster.wait)"}
 
 
-def sync(session: "GpuCharSession", row: SyncRow, arch: str) -> Measured:
+def sync(session: Context, row: SyncRow, arch: str) -> Measured:
     """mapa latency; barrier.cluster arrive + wait, per cluster size."""
     f, cycles, probe, c, threads, lengths = st.once(session, ("sync", row.id),
                                                     lambda: _measure_sync(session, row, arch))
@@ -177,7 +175,7 @@ def sync(session: "GpuCharSession", row: SyncRow, arch: str) -> Measured:
 
 # --- launches ------------------------------------------------------------------------------------
 
-def _measure_launch(session: "GpuCharSession", c: int, arch: str):
+def _measure_launch(session: Context, c: int, arch: str):
     probe = kernels.launch_probe(arch)
     name = f"{probe.name}/{'plain' if c == 1 else f'c{c}'}"
     st.built(session, probe)
@@ -200,7 +198,7 @@ def _measure_launch(session: "GpuCharSession", c: int, arch: str):
     return analysis.serial_blocks(per_repeat), per_wave, probe, reps
 
 
-def launch(session: "GpuCharSession", c: int, arch: str) -> Measured:
+def launch(session: Context, c: int, arch: str) -> Measured:
     """Cycles per serialised CTA with clusters of `c` (1: a plain launch, no attribute)."""
     res, per_wave, probe, reps = st.once(session, ("launch", c),
                                          lambda: _measure_launch(session, c, arch))

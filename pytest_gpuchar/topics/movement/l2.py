@@ -8,12 +8,12 @@ stream from a buffer twice the L2; the streamers' bandwidth during the chase giv
 curve's x axis."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ...core.probe import NotApplicable
 from ...core.runner import Order, Plan
+from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
 from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LENGTHS,
@@ -22,8 +22,6 @@ from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LE
 from . import state as st
 from .state import ChainError, passes
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 MIB = 1 << 20
 LOADED_BLOCK = 2048      # one chain pointer per 2 KiB of the buffer
@@ -51,7 +49,7 @@ def _by_sm(rec: np.ndarray, lines: np.ndarray, name: str) -> tuple[list[int], np
     return sorted(sm.tolist()), out
 
 
-def _lines(session: "GpuCharSession"):
+def _lines(session: Context):
     """The heatmap's lines (made once): random lines of a 64 MiB buffer of their own, each
     holding its own address; (addresses, device table). Not the shared big buffer: the
     transfer chains rewrite it, and a chase through a rewritten line leaves the table."""
@@ -63,7 +61,7 @@ def _lines(session: "GpuCharSession"):
     return lines, session.runner.to_device(lines)
 
 
-def _measure_l2(session: "GpuCharSession", arch: str, op: str, lines, table):
+def _measure_l2(session: Context, arch: str, op: str, lines, table):
     probe = chases.l2_probe(arch, op)
     name = probe.name
     st.built(session, probe)
@@ -105,7 +103,7 @@ KEYS = {L2Figure.NEAR: "movement.l2.latency.near", L2Figure.FAR: "movement.l2.la
         L2Figure.ATOMIC_FAR: "movement.l2.atomic.far"}
 
 
-def l2_map(session: "GpuCharSession", op: str, arch: str, artifact):
+def l2_map(session: Context, op: str, arch: str, artifact):
     """The (SM x line) map of one step kind, measured and drawn once per session."""
     lines, table = st.once(session, ("l2_lines",), lambda: _lines(session))
     res = st.once(session, ("l2", op), lambda: _measure_l2(session, arch, op, lines, table))
@@ -115,7 +113,7 @@ def l2_map(session: "GpuCharSession", op: str, arch: str, artifact):
     return res
 
 
-def l2_by_sm(session: "GpuCharSession", row: L2Figure, arch: str, artifact) -> Measured:
+def l2_by_sm(session: Context, row: L2Figure, arch: str, artifact) -> Measured:
     m, lat, sms, probe = l2_map(session, row.op, arch, artifact)
     data = {"sms": len(sms), "partition_sms": [[sms[i] for i in g] for g in m.groups],
             "per_sm_near_far": {sms[i]: v for i, v in enumerate(m.per_sm)},
@@ -159,7 +157,7 @@ def stream_slice(k: int, l2: int, total: int) -> int:
     return size
 
 
-def _measure_loaded(session: "GpuCharSession", share: int, arch: str):
+def _measure_loaded(session: Context, share: int, arch: str):
     probe = chases.loaded_probe(arch)
     name = f"{probe.name}/s{share}"
     st.built(session, probe)
@@ -210,7 +208,7 @@ def _measure_loaded(session: "GpuCharSession", share: int, arch: str):
     return point, cycles, reps, slice_, probe
 
 
-def loaded(session: "GpuCharSession", share: int, arch: str, artifact) -> Measured:
+def loaded(session: Context, share: int, arch: str, artifact) -> Measured:
     """Device-memory load latency while `share` percent of the other SMs stream."""
     point, cycles, reps, slice_, probe = st.once(session, ("loaded", share),
                                                  lambda: _measure_loaded(session, share, arch))
@@ -232,5 +230,5 @@ def loaded(session: "GpuCharSession", share: int, arch: str, artifact) -> Measur
     return Measured(m, sass=st.sass(session, probe))
 
 
-def loaded_point(session: "GpuCharSession", share: int, arch: str) -> analysis.LoadedPoint:
+def loaded_point(session: Context, share: int, arch: str) -> analysis.LoadedPoint:
     return st.once(session, ("loaded", share), lambda: _measure_loaded(session, share, arch))[0]

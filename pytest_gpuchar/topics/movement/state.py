@@ -7,7 +7,6 @@ launch goes through the session's launch stage (core.runner): cuLaunchKernelEx, 
 cluster attribute where a row asks for one."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,11 +14,10 @@ from ...core.build import Built
 from ...core.gpu import PASSES
 from ...core.probe import Probe
 from ...core.runner import Launch
+from ...core.topic import Context
 from ...core.verify import Verdict
 from .rows import STREAM_ROWS, TMA_STAGE, TMA_TRIPS, Region
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 MIB = 1 << 20
 GROW = 2 * MIB
@@ -34,14 +32,14 @@ def round_up(n: int, step: int) -> int:
     return -(-n // step) * step
 
 
-def once(session: "GpuCharSession", key: tuple, make):
+def once(session: Context, key: tuple, make):
     """A measurement several tests share, made once per session."""
     return session.runs.once(("movement", *key), make)
 
 
 # --- probes --------------------------------------------------------------------------------------
 
-def built(session: "GpuCharSession", probe: Probe) -> tuple[Built, Verdict]:
+def built(session: Context, probe: Probe) -> tuple[Built, Verdict]:
     """The probe as the driver JIT-linked it (its group's module) and its verdict on the
     driver's SASS (once; ProbeInvalid is raised, never a number)."""
     def make():
@@ -50,35 +48,35 @@ def built(session: "GpuCharSession", probe: Probe) -> tuple[Built, Verdict]:
     return once(session, ("built", probe.name), make)
 
 
-def function(session: "GpuCharSession", probe: Probe, n: int):
+def function(session: Context, probe: Probe, n: int):
     return built(session, probe)[0].compiled.function(probe.entries[n])
 
 
-def functions(session: "GpuCharSession", probe: Probe, lengths) -> dict:
+def functions(session: Context, probe: Probe, lengths) -> dict:
     """length -> the launchable kernel of that length."""
     return {n: function(session, probe, n) for n in lengths}
 
 
-def sass(session: "GpuCharSession", probe: Probe) -> str:
+def sass(session: Context, probe: Probe) -> str:
     return probe.snapshot_text(built(session, probe)[0].functions)
 
 
-def unit(session: "GpuCharSession", probe: Probe) -> dict:
+def unit(session: Context, probe: Probe) -> dict:
     return dict(built(session, probe)[1].unit)
 
 
 # --- geometry ------------------------------------------------------------------------------------
 
-def sms(session: "GpuCharSession") -> int:
+def sms(session: Context) -> int:
     return session.gpu.dev.sm_count
 
 
-def lone_smem(session: "GpuCharSession") -> int:
+def lone_smem(session: Context) -> int:
     """Dynamic shared memory that keeps a second CTA off an SM (more than half of it)."""
     return session.gpu.dev.shared_per_sm // 2 + 1024
 
 
-def smem_for(session: "GpuCharSession", need: int) -> int:
+def smem_for(session: Context, need: int) -> int:
     return max(need, lone_smem(session))
 
 
@@ -87,7 +85,7 @@ def geometry(grid, block, *, smem: int = 0, cluster: int | None = None) -> Launc
     return Launch(tuple(grid), tuple(block), cluster, smem, driver=True)
 
 
-def big_bytes(session: "GpuCharSession") -> int:
+def big_bytes(session: Context) -> int:
     """Several times the L2 (the device-memory rows read slices of it): at least 4 x L2
     and room for every CTA's slice of the longest stream."""
     longest = max([r.trips[-1] * r.advance for r in STREAM_ROWS if r.region is Region.SLICE]
@@ -95,27 +93,27 @@ def big_bytes(session: "GpuCharSession") -> int:
     return round_up(max(4 * session.gpu.dev.l2_bytes, sms(session) * longest), GROW)
 
 
-def slice_bytes(session: "GpuCharSession") -> int:
+def slice_bytes(session: Context) -> int:
     """Each CTA's share of the big buffer, in whole 64 KiB steps."""
     return (big_bytes(session) // sms(session)) // 65536 * 65536
 
 
 # --- buffers -------------------------------------------------------------------------------------
 
-def buffer(session: "GpuCharSession", name: str, nbytes: int):
+def buffer(session: Context, name: str, nbytes: int):
     """A zeroed device buffer of u64 words, made once per name."""
     return session.runner.buffer(f"movement.{name}", nbytes)
 
 
-def big(session: "GpuCharSession"):
+def big(session: Context):
     return buffer(session, "big", big_bytes(session))
 
 
-def dst(session: "GpuCharSession"):
+def dst(session: Context):
     return buffer(session, "dst", big_bytes(session))
 
 
-def flush_l2(session: "GpuCharSession") -> None:
+def flush_l2(session: Context) -> None:
     """Evict the L2 by reading a clean buffer of twice its size (a read leaves no dirty
     line to be written back during the next measurement)."""
     session.runner.evict_l2_by_reading(session.gpu.dev.l2_bytes, "movement.scratch")
@@ -133,7 +131,7 @@ def upload(buf, idx: np.ndarray, values: np.ndarray, dtype) -> None:
     view[cp.asarray(np.asarray(idx, dtype=np.int64))] = cp.asarray(values.astype(dtype))
 
 
-def rng(session: "GpuCharSession") -> np.random.Generator:
+def rng(session: Context) -> np.random.Generator:
     """The session's one generator of chains and layouts (drawn in the order rows run)."""
     return once(session, ("rng",), lambda: np.random.default_rng(15))
 

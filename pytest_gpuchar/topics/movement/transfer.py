@@ -4,7 +4,7 @@ cp.async round trips, mbarrier and fence costs. Every chain continues across lau
 the last one stopped; every launch's end position is checked against the host's walk."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -13,6 +13,7 @@ from ...core.runner import Order, Plan
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
+from ...core.topic import Context
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
 from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
                    CP_ASYNC_CG_SPREAD_REL, DRAM_TOL,
@@ -22,8 +23,6 @@ from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
 from . import state as st
 from .state import ChainError, passes
 
-if TYPE_CHECKING:
-    from ...session import GpuCharSession
 
 METHOD_TMA = ("{what}: dependent 1 KiB transfers, each block holding where the next one "
               "is; slope of %clock64 cycles over {lengths} transfers, second pass of the "
@@ -54,7 +53,7 @@ class Chain:
         return layouts.tma_position(self.mech, self.chain.position(self.cursor))
 
 
-def _tensor_map(session: "GpuCharSession", mech: Mechanism, big):
+def _tensor_map(session: Context, mech: Mechanism, big):
     """The tensor map over the big buffer (u32 elements); a refusal is reported with the
     driver's error."""
     nbytes = st.big_bytes(session)
@@ -67,7 +66,7 @@ def _tensor_map(session: "GpuCharSession", mech: Mechanism, big):
                                (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
 
 
-def tma_repeats(session: "GpuCharSession", row: TmaRow) -> tuple[int, int]:
+def tma_repeats(session: Context, row: TmaRow) -> tuple[int, int]:
     """(launches, chain blocks) of a TMA latency row. Device memory: TMA_DRAM_REPEATS launches
     (fewer only where the buffer holds too few blocks), every transfer a block of its own."""
     if row.level is not Level.DRAM:
@@ -77,7 +76,7 @@ def tma_repeats(session: "GpuCharSession", row: TmaRow) -> tuple[int, int]:
                                   int(passes()) * sum(TMA_LENGTHS))
 
 
-def _prepare_chain(session: "GpuCharSession", row: TmaRow, big, blocks: int) -> Chain:
+def _prepare_chain(session: Context, row: TmaRow, big, blocks: int) -> Chain:
     mech = row.mechanism
     capacity = layouts.tma_capacity(mech, st.big_bytes(session))
     dram = row.level is Level.DRAM
@@ -87,7 +86,7 @@ def _prepare_chain(session: "GpuCharSession", row: TmaRow, big, blocks: int) -> 
     return Chain(chain, mech)
 
 
-def warm_chain(session: "GpuCharSession", fn, longest: int, grid: tuple, block: tuple,
+def warm_chain(session: Context, fn, longest: int, grid: tuple, block: tuple,
                chain: Chain, big, tmap: tuple, name: str, *, cluster: int | None = None,
                records: int = 4, shared_mem: int = 0):
     """Walk an L2-resident chain's whole cycle once with the kernel of `longest` steps per
@@ -113,7 +112,7 @@ def chain_args(chain: Chain, want: list, extra: tuple = ()):
     return args
 
 
-def _measure_tma(session: "GpuCharSession", row: TmaRow, arch: str):
+def _measure_tma(session: Context, row: TmaRow, arch: str):
     probe = kernels.tma_probe(row.mechanism, arch)
     name = f"{probe.name}/{row.level.value}"
     st.built(session, probe)
@@ -144,7 +143,7 @@ def _measure_tma(session: "GpuCharSession", row: TmaRow, arch: str):
     return fit(cycles, {n: n for n in TMA_LENGTHS}, **limits), cycles, probe, reps
 
 
-def tma_latency(session: "GpuCharSession", row: TmaRow, arch: str) -> Measured:
+def tma_latency(session: Context, row: TmaRow, arch: str) -> Measured:
     """Completion latency of a dependent 1 KiB transfer (issue to data usable)."""
     try:
         f, cycles, probe, reps = st.once(session, ("tma", row.id),
@@ -162,7 +161,7 @@ def tma_latency(session: "GpuCharSession", row: TmaRow, arch: str) -> Measured:
 
 # --- multicast -----------------------------------------------------------------------------------
 
-def _measure_multicast(session: "GpuCharSession", row: MulticastRow):
+def _measure_multicast(session: Context, row: MulticastRow):
     probe = kernels.multicast_probe(row.multicast, "sm_90")
     c = row.cluster
     name = f"{probe.name}/c{c}"
@@ -193,7 +192,7 @@ def _measure_multicast(session: "GpuCharSession", row: MulticastRow):
     return fit(cycles, {n: n for n in MULTICAST_LENGTHS}), cycles, probe
 
 
-def multicast(session: "GpuCharSession", row: MulticastRow, arch: str) -> Measured:
+def multicast(session: Context, row: MulticastRow, arch: str) -> Measured:
     """A 1 KiB block delivered to every CTA of a cluster: one multicast copy issued by rank 0
     against every CTA copying it itself; each round closes with a relaxed cluster barrier."""
     kernels.multicast_probe(row.multicast, arch)      # NotApplicable before sm_90
@@ -234,7 +233,7 @@ def cp_async_layout(kind: Async) -> AsyncChain:
     return AsyncChain(32, 32, False, 0, SPREAD_REL)
 
 
-def _measure_cp_async(session: "GpuCharSession", kind: Async, probe):
+def _measure_cp_async(session: Context, kind: Async, probe):
     """A chain of nodes (cp_async_layout); each pass of a launch walks the same n nodes from
     the launch's start, and each launch starts where the last one ended."""
     name = probe.name
@@ -273,7 +272,7 @@ def _measure_cp_async(session: "GpuCharSession", kind: Async, probe):
     return {n: [int(v) for v in host[n][1:, 0]] for n in ASYNC_LENGTHS}, ASYNC_LENGTHS
 
 
-def _measure_sync_op(session: "GpuCharSession", kind: Async, probe):
+def _measure_sync_op(session: Context, kind: Async, probe):
     """mbarrier and fence rows: one thread, one CTA; the wait chains must end on the first
     barrier (every wait saw its phase complete)."""
     fence = kind in (Async.FENCE, Async.STORE_FENCE)
@@ -313,7 +312,7 @@ ASYNC_METHOD = {
 }
 
 
-def async_row(session: "GpuCharSession", kind: Async, arch: str) -> Measured:
+def async_row(session: Context, kind: Async, arch: str) -> Measured:
     """cp.async round trips, mbarrier arrive / wait steps, async-proxy fences."""
     probe = chases.async_probe(kind, arch)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
 from ...core.build import Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch
+from ...core.topic import Context, Notes
 from ...results.judge import Measured, Measurement, Result, Status
 from ...results.plots import plain_log_ticks, pyplot, save
 from . import analysis, reference
@@ -20,9 +21,6 @@ from . import fasi as fq
 from . import fp8_questions as q
 from . import fp8_wgmma as fw
 
-if TYPE_CHECKING:
-    from ...fixtures import Record
-    from ...session import GpuCharSession
 
 TOL = {"bool": {"abs": 0}, "bits": {"abs": 0}, "count": {"abs": 0}}
 K_TOL = {"abs": 1e-12, "rel": 0.01}      # fixed seeds: a deterministic tensor core repeats
@@ -67,7 +65,7 @@ def layout_check(tc, s) -> None:
                              f"or accumulator fragment layout is not the PTX ISA's")
 
 
-def _probe(session: "GpuCharSession", s: fw.WgmmaRow):
+def _probe(session: Context, s: fw.WgmmaRow):
     arch = session.gpu.dev.arch
     probes = {p.mma.name: p for p in fw.probes(arch)}
     if s.name not in probes:
@@ -75,14 +73,14 @@ def _probe(session: "GpuCharSession", s: fw.WgmmaRow):
     return probes[s.name]
 
 
-def _built(session: "GpuCharSession", s: fw.WgmmaRow):
+def _built(session: Context, s: fw.WgmmaRow):
     dev = session.gpu.dev
     probe = _probe(session, s)
     return session.runs.once(("numerics", "fp8_wgmma", "built", dev.driver, s.name),
                              lambda: session.builds.jit(probe, dev))
 
 
-def verify(session: "GpuCharSession", s: fw.WgmmaRow):
+def verify(session: Context, s: fw.WgmmaRow):
     """The kernel's driver SASS through the verification door, once: a QGMMA path."""
     dev = session.gpu.dev
     return session.runs.once(
@@ -90,7 +88,7 @@ def verify(session: "GpuCharSession", s: fw.WgmmaRow):
         lambda: session.verify(_probe(session, s), _built(session, s).functions).path)
 
 
-def run_bits(session: "GpuCharSession", s: fw.WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+def run_bits(session: Context, s: fw.WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T 64x8 tiles given as bit patterns, one launch (a warpgroup a tile)."""
     import cupy as cp
     verify(session, s)
@@ -105,7 +103,7 @@ def run_bits(session: "GpuCharSession", s: fw.WgmmaRow, a_bits, b_bits, c_bits) 
     return fw.unpack_d(gd.get(), s.n)
 
 
-def run_tiles(session: "GpuCharSession", s: fw.WgmmaRow, A, B, C=None) -> np.ndarray:
+def run_tiles(session: Context, s: fw.WgmmaRow, A, B, C=None) -> np.ndarray:
     A = np.asarray(A)
     if C is None:
         C = np.zeros((A.shape[0], s.m, s.n))
@@ -115,7 +113,7 @@ def run_tiles(session: "GpuCharSession", s: fw.WgmmaRow, A, B, C=None) -> np.nda
     return reference.decode(d, "f32")
 
 
-def runner(session: "GpuCharSession") -> analysis.Operations:
+def runner(session: Context) -> analysis.Operations:
     """The GPU's FP8 wgmma tensor core (an analysis.TensorCore of this session's
     functions), once per session; its layouts checked once per kernel before any figure."""
     dev = session.gpu.dev
@@ -135,7 +133,7 @@ def runner(session: "GpuCharSession") -> analysis.Operations:
 
 # --- the questions --------------------------------------------------------------------------
 
-def answers(session: "GpuCharSession", in_type: str) -> dict:
+def answers(session: Context, in_type: str) -> dict:
     """Every answer for one input type, once per session."""
     def make() -> dict:
         tc, s = runner(session), fw.wgmma_row(in_type)
@@ -154,7 +152,7 @@ def answers(session: "GpuCharSession", in_type: str) -> dict:
     return session.runs.once(("numerics", "fp8_wgmma", "answers", in_type), make)
 
 
-def question(session: "GpuCharSession", record: "Record", row: q.Fp8Row, arch: str) -> Measured:
+def question(session: Context, record: Notes, row: q.Fp8Row, arch: str) -> Measured:
     """One answer as a characteristic (1/0, bits or a count); an undetermined one is noted
     and skipped, one that does not apply to the type (no Inf in e4m3) skipped."""
     fw.require(arch, "hardware: ")
@@ -182,7 +180,7 @@ def question(session: "GpuCharSession", record: "Record", row: q.Fp8Row, arch: s
 
 # --- bit-exact snapshot -------------------------------------------------------------------
 
-def bits_text(session: "GpuCharSession", in_type: str, arch: str) -> str:
+def bits_text(session: Context, in_type: str, arch: str) -> str:
     """D's bits for the fixed tiles (seeded normal tiles, edge tiles) and for the
     accumulator-bits cases (C = +-2^e plus a product of 1, e = 1..30)."""
     fw.require(arch, "hardware: ")
@@ -203,7 +201,7 @@ def _hex(x: float) -> str:
 
 # --- error growth with K ----------------------------------------------------------------
 
-def k_growth(session: "GpuCharSession", in_type: str, arch: str,
+def k_growth(session: Context, in_type: str, arch: str,
              artifact: Callable[[str, str], Path | None] | None = None,
              scratch: Path | None = None) -> Measured:
     """Mean l2 relative error of A @ B over K (chained wgmma, f32 C) against the exact

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ...core import archs
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch
+from ...core.topic import Checked, Context, Notes
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, reference, rows
 from . import fasi as questions
@@ -23,9 +24,6 @@ from .kernels import MmaProbe, TensorPath
 from .plots import plot_chain
 from .rows import MmaRow
 
-if TYPE_CHECKING:
-    from ...fixtures import Checked, Record
-    from ...session import GpuCharSession
 
 THREADS = 128   # 4 warps (tiles) per block
 BITS_TAG = "tensor-core-bits"     # the snapshot directory of the bit snapshots
@@ -47,7 +45,7 @@ def groups(arch: str) -> list[Group]:
 
 # --- the tensor core on the GPU -------------------------------------------------------------
 
-def _probe(session: "GpuCharSession", s: MmaRow) -> MmaProbe:
+def _probe(session: Context, s: MmaRow) -> MmaProbe:
     arch = session.gpu.dev.arch
     probes = {p.mma.name: p for p in kernels.probes(arch)}
     if s.name not in probes:
@@ -55,7 +53,7 @@ def _probe(session: "GpuCharSession", s: MmaRow) -> MmaProbe:
     return probes[s.name]
 
 
-def _built(session: "GpuCharSession", s: MmaRow) -> Built:
+def _built(session: Context, s: MmaRow) -> Built:
     """The row's kernel as the driver linked it (the numerics module, linked once)."""
     dev = session.gpu.dev
     session.runs.once(("numerics", "jit", dev.arch, dev.driver),
@@ -65,7 +63,7 @@ def _built(session: "GpuCharSession", s: MmaRow) -> Built:
                              lambda: session.builds.jit(probe, dev))
 
 
-def verify(session: "GpuCharSession", s: MmaRow) -> TensorPath:
+def verify(session: Context, s: MmaRow) -> TensorPath:
     """The driver's SASS of the row's kernel through the verification door, once:
     NotTensorCore if it holds no tensor-core instruction."""
     dev = session.gpu.dev
@@ -74,12 +72,12 @@ def verify(session: "GpuCharSession", s: MmaRow) -> TensorPath:
         lambda: session.verify(_probe(session, s), _built(session, s).functions).path)
 
 
-def sass_text(session: "GpuCharSession", s: MmaRow) -> str:
+def sass_text(session: Context, s: MmaRow) -> str:
     """Normalised driver-JIT SASS of the row's kernel (invalid-probe messages)."""
     return _probe(session, s).snapshot_text(_built(session, s).functions)
 
 
-def run_bits(session: "GpuCharSession", s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+def run_bits(session: Context, s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T tiles given as bit patterns, one launch (THREADS per block)."""
     import cupy as cp
     verify(session, s)
@@ -97,7 +95,7 @@ def run_bits(session: "GpuCharSession", s: MmaRow, a_bits, b_bits, c_bits) -> np
     return kernels.unpack(s, "c", gd.get())
 
 
-def run_tiles(session: "GpuCharSession", s: MmaRow, A, B, C=None) -> np.ndarray:
+def run_tiles(session: Context, s: MmaRow, A, B, C=None) -> np.ndarray:
     """D = A*B + C for float tiles of the row's types (decoded to float64)."""
     A = np.asarray(A)
     if C is None:
@@ -108,7 +106,7 @@ def run_tiles(session: "GpuCharSession", s: MmaRow, A, B, C=None) -> np.ndarray:
     return reference.decode(d, s.c_type)
 
 
-def runner(session: "GpuCharSession") -> analysis.TensorCore:
+def runner(session: Context) -> analysis.TensorCore:
     """The GPU's tensor core (an analysis.TensorCore of this session's functions), made once
     per session and device."""
     dev = session.gpu.dev
@@ -126,7 +124,7 @@ def _supported(s: MmaRow, arch: str) -> MmaRow:
     return s
 
 
-def _verified(session: "GpuCharSession", record: "Record", s: MmaRow, key: str,
+def _verified(session: Context, record: Notes, s: MmaRow, key: str,
               arch: str) -> TensorPath:
     """The kernel's tensor-core path; a kernel with none is recorded invalid and fails. A key
     declared unmeasurable (its accumulation on the FPU) whose path is the tensor core's now
@@ -141,7 +139,7 @@ def _verified(session: "GpuCharSession", record: "Record", s: MmaRow, key: str,
     return path
 
 
-def _known_invalid(session: "GpuCharSession", s: MmaRow, key: str, arch: str,
+def _known_invalid(session: Context, s: MmaRow, key: str, arch: str,
                    msg: str) -> None:
     """A characteristic that the compiler's implementation makes no tensor-core measurement
     (C added on the FPU): recorded invalid, an expected failure with the SASS; skipped with
@@ -158,7 +156,7 @@ def static_probe(name: str, arch: str) -> MmaProbe:
     return kernels.probe(rows.mma(name), arch, why_prefix="static: ")
 
 
-def static_snapshot(checked: "Checked") -> str:
+def static_snapshot(checked: Checked) -> str:
     """The snapshot: the mma, the compiler and the path it took, then the kernel's SASS."""
     built, verdict = checked[0]
     p, tool = built.probe, checked.tool
@@ -166,7 +164,7 @@ def static_snapshot(checked: "Checked") -> str:
             f"{verdict.path.describe()}\n" + p.snapshot_text(built.functions))
 
 
-def static_path(checked: "Checked", arch: str) -> tuple[list[str], list[Result]]:
+def static_path(checked: Checked, arch: str) -> tuple[list[str], list[Result]]:
     """(failed expectations, notes) on the path the offline compiler took: one HMMA for
     16/32-bit inputs; FP8 one QMMA on sm_89; on Hopper the FP8 mma.sync is converted to f16
     (F2FP) and run as HMMA, C added by FADD on the FPU (a note: the accumulation
@@ -189,7 +187,7 @@ def static_path(checked: "Checked", arch: str) -> tuple[list[str], list[Result]]
 
 # --- seed 004 Tables 12-15: element-wise profiling -----------------------------------------
 
-def profile(session: "GpuCharSession", s: MmaRow, op: str, init: str) -> analysis.Elementwise:
+def profile(session: Context, s: MmaRow, op: str, init: str) -> analysis.Elementwise:
     arch = session.gpu.dev.arch
     return session.runs.once(
         ("numerics", "elementwise", arch, s.name, op, init),
@@ -207,7 +205,7 @@ def _element_method(row: rows.ElementRow, res: analysis.Elementwise, path: Tenso
             f"{path.describe()}")
 
 
-def elementwise(session: "GpuCharSession", record: "Record", row: rows.ElementRow,
+def elementwise(session: Context, record: Notes, row: rows.ElementRow,
                 arch: str) -> Measured:
     """One cell of Tables 12-15: the mean absolute error of one operation of D = A*B + C
     against the paper's reference, with the paper's conclusions as invariants. A NaN/Inf
@@ -237,13 +235,13 @@ def elementwise(session: "GpuCharSession", record: "Record", row: rows.ElementRo
 
 # --- Fasi et al.'s questions ----------------------------------------------------------------
 
-def answers(session: "GpuCharSession", s: MmaRow) -> dict:
+def answers(session: Context, s: MmaRow) -> dict:
     arch = session.gpu.dev.arch
     return session.runs.once(("numerics", "fasi", arch, s.name),
                              lambda: questions.fasi(runner(session), s))
 
 
-def fasi(session: "GpuCharSession", record: "Record", row: rows.FasiRow,
+def fasi(session: Context, record: Notes, row: rows.FasiRow,
          arch: str) -> Measured:
     """One answer as a characteristic (1/0, bits or a count). An answer that depends on an
     operation the compiler put on the FPU is recorded invalid (an expected failure with the
@@ -281,7 +279,7 @@ def fasi(session: "GpuCharSession", record: "Record", row: rows.FasiRow,
 
 # --- seed 004 Figs 19-20: chain matrix multiplication ---------------------------------------
 
-def curves(session: "GpuCharSession", arch: str) -> dict:
+def curves(session: Context, arch: str) -> dict:
     """(type, init) -> ChainCurve of every chain kernel the arch runs, once per session."""
     def make() -> dict:
         tc = runner(session)
@@ -298,7 +296,7 @@ def curves(session: "GpuCharSession", arch: str) -> dict:
     return session.runs.once(("numerics", "chain", arch), make)
 
 
-def chain(session: "GpuCharSession", row: rows.ChainRow, arch: str) -> Measured:
+def chain(session: Context, row: rows.ChainRow, arch: str) -> Measured:
     """Fig 20's curve of one type and initialisation: the mean l2 relative error at the
     reported chain lengths (and for FP16 the link where the chains overflow), with the
     paper's observations as invariants."""
@@ -327,7 +325,7 @@ def chain(session: "GpuCharSession", row: rows.ChainRow, arch: str) -> Measured:
                     checks=analysis.chain_observations(row, cs, rows.CHAIN_LINKS))
 
 
-def chain_figure(session: "GpuCharSession", arch: str,
+def chain_figure(session: Context, arch: str,
                  artifact: Callable[[str, str], Path | None], scratch: Path) -> Path:
     """Fig 20 as a plot and a JSON curve in the run's report (or in `scratch` without one);
     returns the plot's path."""
@@ -348,7 +346,7 @@ def chain_figure(session: "GpuCharSession", arch: str,
 
 # --- bit-exact snapshots ------------------------------------------------------------------
 
-def _known_layout_anomaly(session: "GpuCharSession", s: MmaRow, arch: str,
+def _known_layout_anomaly(session: Context, s: MmaRow, arch: str,
                           known: str) -> None:
     """A known layout anomaly must keep reproducing: an expected failure while it does, a
     failure (remove the entry, accept the snapshot) once it stops."""
@@ -365,7 +363,7 @@ def _known_layout_anomaly(session: "GpuCharSession", s: MmaRow, arch: str,
                          f"KNOWN_LAYOUT_ANOMALIES and accept the snapshot")
 
 
-def tensor_core_bits(session: "GpuCharSession", record: "Record", name: str, arch: str) -> str:
+def tensor_core_bits(session: Context, record: Notes, name: str, arch: str) -> str:
     """The bits of D for fixed inputs (seeded normal tiles and edge tiles), after checking
     general random tiles against the float64 reference (the fragment layouts are right)."""
     s = _supported(rows.mma(name), arch)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -22,15 +22,13 @@ from ...core.fit import Fit, Rate, fit
 from ...core.probe import Probe
 from ...core.runner import Launch as Geometry
 from ...core.runner import Order, Plan
+from ...core.topic import Checked, Context
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BAR_UNROLL, BLOCK, BLOCKS_PER_SM, REC_WORDS, STAMP_WORDS, ThroughputProbe
 from .rows import Launch, Row
 from .verify import LoopVerdict
 
-if TYPE_CHECKING:
-    from ...fixtures import Checked
-    from ...session import GpuCharSession
 
 TRIPS = (64, 128, 192)        # loop trip counts: the differential measurement
 BAR_TRIPS = (8, 16, 24)
@@ -73,22 +71,22 @@ def groups(arch: str) -> list[Group]:
                   text=lambda _part: kernels.module_text(arch, probes))]
 
 
-def snapshot(checked: "Checked") -> str:
+def snapshot(checked: Checked) -> str:
     """What static_check snapshots: the kernel's normalised SASS, nothing else."""
     return "".join(b.probe.snapshot_text(b.functions) for b, _ in checked)
 
 
-def launch_snapshot(kind: Launch) -> Callable[["Checked"], str] | None:
+def launch_snapshot(kind: Launch) -> Callable[[Checked], str] | None:
     """The launch rows' snapshot: the stamp kernel's SASS; none for the issue cycle (its
     kernel is the FFMA row's, snapshotted by the FMA table)."""
     return None if kind is Launch.ISSUE_CYCLE else snapshot
 
 
-def repeats(session: "GpuCharSession") -> int:
+def repeats(session: Context) -> int:
     return max(3, min(session.repeats, 5))
 
 
-def _built(session: "GpuCharSession", probe: Probe) -> Built:
+def _built(session: Context, probe: Probe) -> Built:
     """The probe as the driver linked it, from the topic's module (linked once)."""
     gpu = session.gpu
     gpu.ensure_alive(probe.name)
@@ -140,7 +138,7 @@ class ThroughputRun:
         return self.probe.snapshot_text(self.built.functions)
 
 
-def _launch_rows(session: "GpuCharSession", p: ThroughputProbe, fn, reps: int,
+def _launch_rows(session: Context, p: ThroughputProbe, fn, reps: int,
                  trips: tuple[int, ...]) -> tuple[dict, dict, int]:
     """1 + `reps` launches per trip count on every SM (the first a warm-up; trip counts
     interleaved repeat by repeat), each timed by its events and waited for under the
@@ -160,7 +158,7 @@ def _launch_rows(session: "GpuCharSession", p: ThroughputProbe, fn, reps: int,
     return ({t: out.raw[t] for t in trips}, {t: out.timed_ms(t) for t in trips}, warps)
 
 
-def measure_throughput(session: "GpuCharSession", p: ThroughputProbe, *, reps: int,
+def measure_throughput(session: Context, p: ThroughputProbe, *, reps: int,
                        trips: tuple[int, ...] = TRIPS) -> ThroughputRun:
     """JIT (driver), verify the driver's SASS, launch on every SM, fit."""
     built = _built(session, p)
@@ -188,13 +186,13 @@ def _key(row: Row, arch: str) -> tuple:
     return ("throughput", row.name, arch)
 
 
-def measured(session: "GpuCharSession", row: Row, arch: str) -> ThroughputRun:
+def measured(session: Context, row: Row, arch: str) -> ThroughputRun:
     """The row's whole-GPU throughput, measured once per session (ratios reuse it)."""
     return session.runs.once(_key(row, arch), lambda: measure_throughput(
         session, kernels.row_probe(row, arch, "hardware"), reps=repeats(session)))
 
 
-def fma(session: "GpuCharSession", row: Row, arch: str) -> Measured:
+def fma(session: Context, row: Row, arch: str) -> Measured:
     """Seed 001: FMA results per clock per SM, as achieved/peak, and per FFMA's."""
     m = measured(session, row, arch)
     unit = " + ".join(m.verdict.unit)
@@ -222,7 +220,7 @@ def fma(session: "GpuCharSession", row: Row, arch: str) -> Measured:
     return Measured(*figures, sass=m.sass())
 
 
-def operand_audit(session: "GpuCharSession", row: Row, arch: str) -> Measured:
+def operand_audit(session: Context, row: Row, arch: str) -> Measured:
     """The operand-pattern audit: an FMA with three distinct source registers per op, beside
     the same unit's two-register row (the suite's figure): the share of the unit's rate the
     third register costs is recorded every run, as evidence for the figure the row reports."""
@@ -240,7 +238,7 @@ def operand_audit(session: "GpuCharSession", row: Row, arch: str) -> Measured:
         sass=m.sass())
 
 
-def units(session: "GpuCharSession", row: Row, arch: str) -> Measured:
+def units(session: Context, row: Row, arch: str) -> Measured:
     """Seed 002 Tables 1-2..1-4: results per clock per SM of one functional-unit row."""
     m = measured(session, row, arch)
     peak = rows.peak(row.name, arch)
@@ -255,7 +253,7 @@ def units(session: "GpuCharSession", row: Row, arch: str) -> Measured:
               "warps_per_sm": m.warps_per_sm, "tolerance": dict(TOL_UNIT)}), sass=m.sass())
 
 
-def benchmark(bench, session: "GpuCharSession", row: Row, arch: str) -> None:
+def benchmark(bench, session: Context, row: Row, arch: str) -> None:
     """pytest-benchmark: one synchronised launch of the row's kernel on every SM, timed;
     the measured rate and cycles in its extra_info (the nightly history)."""
     m = measured(session, row, arch)
@@ -265,7 +263,7 @@ def benchmark(bench, session: "GpuCharSession", row: Row, arch: str) -> None:
     bench.pedantic(launcher(session, m), rounds=3, iterations=1)
 
 
-def launcher(session: "GpuCharSession", m: ThroughputRun, trips: int = TRIPS[-1]):
+def launcher(session: Context, m: ThroughputRun, trips: int = TRIPS[-1]):
     """A callable that launches the row's kernel once on every SM and waits for it (the
     timer pytest-benchmark uses then measures a synchronised launch)."""
     import cupy as cp
@@ -292,7 +290,7 @@ class BarRun:
     sass: str
 
 
-def measure_bar(session: "GpuCharSession", arch: str, threads: int, reps: int) -> BarRun:
+def measure_bar(session: Context, arch: str, threads: int, reps: int) -> BarRun:
     """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
     import cupy as cp
     p = kernels.bar_probe(arch, threads)
@@ -313,7 +311,7 @@ def measure_bar(session: "GpuCharSession", arch: str, threads: int, reps: int) -
     return BarRun(f, verdict, cycles, p.snapshot_text(built.functions))
 
 
-def bar_sync(session: "GpuCharSession", threads: int, arch: str) -> Measured:
+def bar_sync(session: Context, threads: int, arch: str) -> Measured:
     """Seed 002 Tables 1-5..1-7: cycles per bar.sync of a whole block of `threads`."""
     reps = repeats(session)
     b = session.runs.once(("throughput", "bar.sync", threads, arch),
@@ -327,7 +325,7 @@ def bar_sync(session: "GpuCharSession", threads: int, arch: str) -> Measured:
 
 # --- launch overheads ----------------------------------------------------------------------
 
-def _stamps(session: "GpuCharSession", kind: Launch, arch: str):
+def _stamps(session: Context, kind: Launch, arch: str):
     """(probe, driver SASS, verdict, launchable function) of a launch-stamp kernel."""
     p = kernels.stamp_probe(kind, arch)
     built = _built(session, p)
@@ -335,7 +333,7 @@ def _stamps(session: "GpuCharSession", kind: Launch, arch: str):
     return p, p.snapshot_text(built.functions), verdict, built.compiled.function(p.entries[0])
 
 
-def measure_warp_launch(session: "GpuCharSession", arch: str,
+def measure_warp_launch(session: Context, arch: str,
                         reps: int) -> tuple[analysis.Launched, str]:
     p, text, verdict, fn = _stamps(session, Launch.WARP, arch)
     blocks = session.gpu.dev.sm_count
@@ -348,7 +346,7 @@ def measure_warp_launch(session: "GpuCharSession", arch: str,
     return analysis.warp_launch_figure(skew, verdict.setup), text
 
 
-def measure_block_launch(session: "GpuCharSession", arch: str,
+def measure_block_launch(session: Context, arch: str,
                          reps: int) -> tuple[analysis.Launched, str]:
     p, text, verdict, fn = _stamps(session, Launch.BLOCK, arch)
     sms = session.gpu.dev.sm_count
@@ -369,7 +367,7 @@ def measure_block_launch(session: "GpuCharSession", arch: str,
 MEASURE_LAUNCH = {Launch.WARP: measure_warp_launch, Launch.BLOCK: measure_block_launch}
 
 
-def launch(session: "GpuCharSession", kind: Launch, arch: str) -> Measured:
+def launch(session: Context, kind: Launch, arch: str) -> Measured:
     """Seed 002 Table 1-8: warp launch overhead, block launch overhead, issue cycle. Raises
     NoFigure when the records give none."""
     if kind is Launch.ISSUE_CYCLE:
@@ -390,7 +388,7 @@ def launch(session: "GpuCharSession", kind: Launch, arch: str) -> Measured:
         data={**data, "tolerance": dict(TOL_LAUNCH[kind])}), sass=text)
 
 
-def issue_cycle(session: "GpuCharSession", arch: str) -> Measured:
+def issue_cycle(session: Context, arch: str) -> Measured:
     """Many-BSP's issue_cycle from the fastest single-result row measured in this session
     (FFMA measured if it was not)."""
     rates = {}

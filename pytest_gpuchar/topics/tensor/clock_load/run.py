@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ....core import values
 from ....core.build import Built, Group
-from ....core.runner import Launch, Plan
+from ....core.runner import Launch, Plan, Runner
+from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import pyplot, save
 from . import kernels as cl
@@ -23,9 +23,6 @@ from ..wgmma import kernels as wd
 from .kernels import Load, LoadSummary
 from ..wgmma.run import inputs as wgmma_inputs
 
-if TYPE_CHECKING:
-    from ....core.runner import Runner
-    from ....session import GpuCharSession
 
 WINDOW_S = 0.25
 WINDOWS = {Load.IDLE: 2, Load.FFMA: 6, Load.WGMMA: 6, Load.HBM: 6}
@@ -122,7 +119,7 @@ class Campaign:
     checks: list = field(default_factory=list)
 
 
-def run_load(runner: "Runner", load: Load, probe: cl.LoadProbe, built: Built
+def run_load(runner: Runner, load: Load, probe: cl.LoadProbe, built: Built
              ) -> tuple[int, list]:
     """Calibrate (one short launch), then WINDOWS launches of about WINDOW_S: (trips per
     window, the windows' records)."""
@@ -146,7 +143,7 @@ def run_load(runner: "Runner", load: Load, probe: cl.LoadProbe, built: Built
     return iters, launch(iters, n, 10.0 + 4 * n * WINDOW_S)
 
 
-def campaign(session: "GpuCharSession", arch: str) -> Campaign:
+def campaign(session: Context, arch: str) -> Campaign:
     """Every load in ORDER (idle first, the GPU cool), once per session."""
     def make() -> Campaign:
         gpu = session.gpu
@@ -198,7 +195,7 @@ def first_window_spread(windows_mhz: list[float], sustained_mhz: float) -> float
     return max(abs(windows_mhz[0] - sustained_mhz), max(windows_mhz) - min(windows_mhz))
 
 
-def load_figures(session: "GpuCharSession", load: Load, arch: str) -> Measured:
+def load_figures(session: Context, load: Load, arch: str) -> Measured:
     wd.require_wgmma(arch)
     c = campaign(session, arch)
     s: LoadSummary = c.summaries[load]
@@ -265,7 +262,7 @@ def _compute(load: Load, s: LoadSummary, dev, mhz: float, method: str) -> list[M
                  "busy_share": round(busy, 4)}, detail)]
 
 
-def trace(session: "GpuCharSession", arch: str, artifact=None) -> Measured:
+def trace(session: Context, arch: str, artifact=None) -> Measured:
     """Every load's windows (SM clock over time) as a plot and JSON in the run's report;
     checks: every load ran with the same warps on every SM."""
     wd.require_wgmma(arch)

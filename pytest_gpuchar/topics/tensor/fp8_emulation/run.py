@@ -7,9 +7,10 @@ session (wgmma_depth row e4m3.f32.m64n256k32)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ....core.build import Group
+from ....core.runner import Runner
+from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from . import kernels as fe
 from ..mma.launch import launch_all, launchable
@@ -18,9 +19,6 @@ from ..wgmma import run as wgmma_depth_run
 from ..mma.probes import WARP
 from ..wgmma.rows import row as depth_row
 
-if TYPE_CHECKING:
-    from ....core.runner import Runner
-    from ....session import GpuCharSession
 
 REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"
@@ -49,7 +47,7 @@ def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
     return fe.probe(r, 1, arch)
 
 
-def launch(runner: "Runner", p: fe.EmulationProbe, compiled, reps: int,
+def launch(runner: Runner, p: fe.EmulationProbe, compiled, reps: int,
            skipped: dict) -> dict:
     """{warps: {trips: [(starts, ends) per repeat]}} for every warp count the kernel's
     registers allow (the others: `skipped`, warps -> why)."""
@@ -68,7 +66,7 @@ class EmulationRun:
     skipped: dict = field(default_factory=dict)
 
 
-def run_row(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> EmulationRun:
+def run_row(session: Context, r: fe.EmulatedRow, arch: str) -> EmulationRun:
     fe.require(arch, "hardware: ")
 
     def make() -> EmulationRun:
@@ -96,7 +94,7 @@ def _figure(key, value, spread, why, unit, method, data) -> Measurement:
                                 data=data)
 
 
-def figures(session: "GpuCharSession", r: fe.EmulatedRow, arch: str) -> Measured:
+def figures(session: Context, r: fe.EmulatedRow, arch: str) -> Measured:
     run = run_row(session, r, arch)
     sass = " + ".join(f"{v:g} x {k}" for k, v in run.unit.items())
     method = METHOD.format(instr=r.instruction, sass=sass, steps=fe.STEPS, reps=REPEATS)

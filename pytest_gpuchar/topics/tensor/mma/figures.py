@@ -6,9 +6,9 @@ not fall as warps grow) as the row's check; the method texts and recorded tolera
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from ....core.probe import DeclaredUnmeasurable
+from ....core.topic import Context
 from ....core.verify import ProbeInvalid
 from ....results.judge import Measured, Measurement
 from ....results.plots import save
@@ -18,8 +18,6 @@ from .rows import (HOPPER_PEAK_SOURCE, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP
                    WGMMA_LAT_TRIPS, WGMMA_STEPS, Kind, TensorRow, WgmmaRow, has_wgmma)
 from .run import Sweep, sweep
 
-if TYPE_CHECKING:
-    from ....session import GpuCharSession
 
 METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independent accumulator "
           "chains of dependent {what}, {steps} steps of every chain per trip of a counted loop "
@@ -200,7 +198,7 @@ def _falls(row: TensorRow, pts: dict) -> tuple[list[str], int]:
             for f in falls], compared
 
 
-def sweep_row(session: "GpuCharSession", row: TensorRow, arch: str, artifact=None) -> Measured:
+def sweep_row(session: Context, row: TensorRow, arch: str, artifact=None) -> Measured:
     """004 Tables 3-9 (mma.sync, mma.sp, ldmatrix): completion latency (1 warp, ILP 1), the
     convergence points with 4 and 8 warps, the peaks (achieved/peak where documented); the
     invariant that throughput does not fall with warps as the row's check; the heatmap of the
@@ -233,7 +231,7 @@ def sweep_row(session: "GpuCharSession", row: TensorRow, arch: str, artifact=Non
     return Measured(*figures, sass=s.sass[row.kind, row.name], checks=checks)
 
 
-def wmma_row(session: "GpuCharSession", row: TensorRow, arch: str) -> Measured:
+def wmma_row(session: Context, row: TensorRow, arch: str) -> Measured:
     """003 Table III: wmma completion latency (1 warp, ILP 1) and cycles per wmma of an
     independent sequence (1 warp, the highest ILP: what the paper's 'Cycles' column
     reports)."""
@@ -298,7 +296,7 @@ def _wgmma_latency(s: Sweep, row: WgmmaRow) -> Measurement:
                                         "loop": s.loops.get(f"wgmma/{row.name}/ilp1", {})})
 
 
-def wgmma_row(session: "GpuCharSession", row: WgmmaRow, arch: str, artifact=None) -> Measured:
+def wgmma_row(session: Context, row: WgmmaRow, arch: str, artifact=None) -> Measured:
     """Hopper wgmma (sm_90a): cycles per wgmma of a dependent accumulator chain, completion
     latency (the latency loop), throughput (FLOP/clk/SM) and achieved/peak against the
     documented dense peak; the sweep rows over warpgroups x ILP."""
@@ -352,7 +350,7 @@ def wgmma_row(session: "GpuCharSession", row: WgmmaRow, arch: str, artifact=None
     return Measured(*figures, sass=s.sass[row.kind, row.name])
 
 
-def sweep_data(session: "GpuCharSession", arch: str, artifact=None) -> Measured:
+def sweep_data(session: Context, arch: str, artifact=None) -> Measured:
     """The raw sweep (every point, invalid probes, skipped launches) as one JSON artifact;
     no probe of the sweep may be invalid."""
     s = sweep(session, arch)

@@ -5,17 +5,13 @@ and its trip counts; ``launch_all`` runs every job's plan in one batch of the la
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ....core.runner import Launch, Plan, Refused
+from ....core.jit import Compiled
+from ....core.runner import Launch, Plan, Refused, Runner
 from . import operands
 from .probes import WARP, TensorProbe
-
-if TYPE_CHECKING:
-    from ....core.jit import Compiled
-    from ....core.runner import Runner
 
 
 @dataclass(frozen=True)
@@ -28,7 +24,7 @@ class Job:
     trips: tuple[int, ...]
 
 
-def launchable(ps: list[TensorProbe], compiled: "Compiled", skipped: dict) -> list[Job]:
+def launchable(ps: list[TensorProbe], compiled: Compiled, skipped: dict) -> list[Job]:
     """Every launch set of these probes that the kernel's register use allows; the others go
     to `skipped` by (probe name, warps)."""
     jobs = []
@@ -44,7 +40,7 @@ def launchable(ps: list[TensorProbe], compiled: "Compiled", skipped: dict) -> li
     return jobs
 
 
-def job_plan(job: Job, compiled: "Compiled", repeats: int) -> Plan:
+def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
     """One job's launches: per trip count 1 + `repeats` launches of one block (the warm-up
     dropped), the job's operands uploaded before its first records are allocated."""
     import cupy as cp
@@ -65,7 +61,7 @@ def job_plan(job: Job, compiled: "Compiled", repeats: int) -> Plan:
                 record=(job.threads, p.out_slots[job.key]), dtype=np.int64)
 
 
-def launch_all(runner: "Runner", jobs: list[Job], compiled: "Compiled", *, repeats: int,
+def launch_all(runner: Runner, jobs: list[Job], compiled: Compiled, *, repeats: int,
                skipped: dict) -> dict:
     """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
     warp). Every launch of every job in one batch (per trip count 1 + `repeats` launches,

@@ -4,12 +4,9 @@ bad pattern is rejected before any launch), the ldmatrix pointer-chase layout, a
 `fill` buffers one launch reads. Pure numpy."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .probes import TensorProbe
 
 
 class SparseMetadataError(ValueError):
@@ -105,7 +102,17 @@ def _pack(parts, bits: int) -> np.ndarray:
     return out
 
 
-def inputs(p: "TensorProbe", threads: int, seed: int = 0x7E45,
+class Operands(Protocol):
+    """What inputs() reads of a probe (a TensorProbe): its name, its input slots (of its
+    sweep kernel, and per kernel), its shared-memory words."""
+    name: str
+    slots: list
+    inputs: dict
+
+    def fill(self, rng: np.random.Generator) -> np.ndarray: ...
+
+
+def inputs(p: Operands, threads: int, seed: int = 0x7E45,
            key: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(`in` buffer: threads x slots uint64, `fill` buffer: shared-memory words uint32) for
     the probe's kernel `key` (default: its sweep kernel). Random, never zero; mma.sp

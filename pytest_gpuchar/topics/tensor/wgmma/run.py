@@ -6,12 +6,12 @@ concurrency that reaches the peak, swizzle against no swizzle) as Measured rows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ....core.build import Built, Group
-from ....core.runner import Launch, Plan, Refused
+from ....core.runner import Launch, Plan, Refused, Runner
+from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import pyplot, save
 from ..mma import operands
@@ -19,9 +19,6 @@ from . import kernels as wd
 from . import analysis as wa
 from .rows import LATENCY, ROWS, DepthRow, row as depth_row
 
-if TYPE_CHECKING:
-    from ....core.runner import Runner
-    from ....session import GpuCharSession
 
 TRIPS = (128, 256, 384)
 REPEATS = 7
@@ -77,7 +74,7 @@ def inputs(r: DepthRow, name: str, seed: int = 0x3D9) -> tuple[np.ndarray, np.nd
     return fill, meta
 
 
-def launch(runner: "Runner", p: wd.DepthProbe, compiled, reps: int,
+def launch(runner: Runner, p: wd.DepthProbe, compiled, reps: int,
            skipped: dict) -> dict[tuple[int, int], dict]:
     """Every (config, warpgroups) x trip count, 1 + reps launches each (one batch, one wait):
     {(config key, warpgroups): {trip: [(starts, ends) per repeat]}}. A block size the
@@ -124,7 +121,7 @@ class RowRun:
                      and p.warpgroups == warpgroups), None)
 
 
-def row_run(session: "GpuCharSession", r: DepthRow, arch: str) -> RowRun:
+def row_run(session: Context, r: DepthRow, arch: str) -> RowRun:
     wd.require_wgmma(arch)
     p = wd.probe(r)
 
@@ -210,7 +207,7 @@ def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
     return out
 
 
-def _swizzle(session: "GpuCharSession", r: DepthRow, arch: str, run: RowRun) -> list:
+def _swizzle(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
     if r.group != "swizzle" or r.swizzle == "none":
         return []
     base = row_run(session, depth_row(r.name.rsplit("_", 1)[0] + "_none"), arch)
@@ -223,7 +220,7 @@ def _swizzle(session: "GpuCharSession", r: DepthRow, arch: str, run: RowRun) -> 
                     {"tolerance": {"abs": 0.01}})]
 
 
-def row_figures(session: "GpuCharSession", r: DepthRow, arch: str, artifact=None) -> Measured:
+def row_figures(session: Context, r: DepthRow, arch: str, artifact=None) -> Measured:
     run = row_run(session, r, arch)
     method = _method(r)
     figures = _latency(r, run, method) + _peak(r, run, method) + _swizzle(session, r, arch, run)
