@@ -222,8 +222,11 @@ class GpuCharSession:
         """Static checks say which arch they check (counted per arch in the summary). Under
         pytest-xdist's loadgroup distribution, one arch's static checks go to one worker and
         one topic's hardware tests of an arch to one worker (they share its measurements:
-        a sweep is made once), so each worker compiles only what it runs."""
+        a sweep is made once), so each worker compiles only what it runs. On a GPU the
+        hardware tests go first (schedule.hardware_first)."""
+        from . import schedule
         from .topics.registry import TOPICS, topic_of
+        schedule.hardware_first(self, self.config, items)
         named = {item.nodeid.split("::")[0]: topic_of(item) for item in items}
         topics = {m: t for m, t in named.items() if t}
         if topics:     # each test module's topic: the HTML report's sections
@@ -244,6 +247,12 @@ class GpuCharSession:
             else:
                 topic = topic_of(item) or item.module.__name__.rsplit(".", 1)[-1]
                 item.add_marker(pytest.mark.xdist_group(f"{arch}-{topic}"))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Start the run's compiles at its first characterisation test (schedule.py)."""
+        from . import schedule
+        schedule.before_test(self, item)
 
     def static_once(self, items: list[pytest.Item]) -> None:
         """--gpuchar-distribute=replicate runs every test on every GPU's worker; the static

@@ -1,0 +1,91 @@
+"""Compile scheduling: every probe is compiled once per arch and session, in the background,
+in the order the tests need it.
+
+A single process, at its first characterisation test (a test with a topic marker and an
+arch), starts assembling offline the topics of the selected static tests for every arch of the
+run (one ptxas per part, as many at once as there are cores, in the background: a static test
+waits only for its own part) and on a GPU starts the driver-JIT links of the topics of the
+selected hardware tests in background threads (the registry says which modules each topic
+has). A pytest-xdist worker does the same for the arch and kind (static or hardware) of each
+test it receives, the first time it receives one. On a GPU of a selected arch (one process),
+every hardware test runs before the static checks (each kind in its collected order): the
+static checks wait for offline assemblies that then run in the background while the GPU
+measures (the opening test once waited for them with the GPU idle: H200, 14.8 s).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from .core.build import Stage
+from .topics import registry
+
+
+def selected(items, marker: str) -> set[str]:
+    """The topics of the selected tests carrying `marker`."""
+    return {t for item in items if item.get_closest_marker(marker) is not None
+            for t in [registry.topic_of(item)] if t}
+
+
+def static_counts(items) -> Counter:
+    """Selected static tests per (topic, arch)."""
+    return Counter((registry.topic_of(item), item.callspec.params.get("arch"))
+                   for item in items if item.get_closest_marker("static") is not None
+                   and hasattr(item, "callspec"))
+
+
+def worth_batching(group, selected_tests: int) -> bool:
+    """A few tests out of a large group (a -k selection) compile their probes alone."""
+    return selected_tests * 8 >= len(group.probes)
+
+
+def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
+    """Queue the offline assemblies (static) and driver-JIT links (hardware) the selected
+    tests of these archs and kinds need."""
+    if "static" in kinds:
+        n = static_counts(items)
+        gpuchar.builds.offline_groups([g for t, a in registry.static_order(items, archs)
+                                       for g in registry.groups({t}, a)
+                                       if g.needed(Stage.STATIC)
+                                       and worth_batching(g, n[(t, a)])], wait=False)
+    dev = gpuchar.device
+    hardware = selected(items, "hardware") if "hardware" in kinds else set()
+    if dev and dev.arch in archs and hardware:
+        gpuchar.builds.prefetch(dev, [g for g in registry.groups(hardware, dev.arch)
+                                      if g.needed(Stage.HARDWARE)])
+        # the offline ptxas of the driver's CUDA version, which the figures compare with the
+        # driver's SASS: one module per part, not one ptxas per probe
+        compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
+        for relocatable in (True, False):     # ptxas -c (the JIT's mode) and whole-program
+            gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
+                                          version=dev.cuda_driver_api, relocatable=relocatable)
+
+
+def before_test(gpuchar, item: pytest.Item) -> None:
+    """At a characterisation test: start the compiles of the run (once per process; on a
+    pytest-xdist worker once per arch and kind it receives)."""
+    spec = getattr(item, "callspec", None)
+    arch = spec.params.get("arch") if spec else None
+    if arch is None or registry.topic_of(item) is None:
+        return
+    if gpuchar.is_worker:
+        kind = "static" if item.get_closest_marker("static") else "hardware"
+        if ("compiled", arch, kind) not in gpuchar.runs:
+            gpuchar.runs.once(("compiled", arch, kind), lambda: True)
+            start(gpuchar, item.session.items, [arch], (kind,))
+        return
+    if ("compiled",) not in gpuchar.runs:
+        gpuchar.runs.once(("compiled",), lambda: True)
+        start(gpuchar, item.session.items, gpuchar.archs(), ("static", "hardware"))
+
+
+def hardware_first(gpuchar, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a GPU of a selected arch (one process): every hardware test before the static
+    checks, each kind in its collected order."""
+    if gpuchar.is_worker or config.getoption("numprocesses", None):
+        return
+    dev = gpuchar.device
+    if not dev or dev.arch not in gpuchar.archs():
+        return
+    items.sort(key=lambda item: item.get_closest_marker("static") is not None)
