@@ -36,6 +36,12 @@ from .probe import Probe
 Args = Callable[[int, Any], tuple]          # (repeat, record) -> the kernel's arguments
 
 
+class ChainError(AssertionError):
+    """What a launch wrote disagrees with the host's model of what it was to do (a chain
+    ended somewhere the host's walk of the same chain does not, lines visited twice): the
+    probe did not do what it was meant to, so no figure."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """The geometry of a launch. `cluster`: CTAs per thread-block cluster (a cluster launch

@@ -1,4 +1,4 @@
-"""Launch parameters of the Many-BSP model (seed 002, Table 1-8): warp launch overhead, block
+"""LaunchCost parameters of the Many-BSP model (seed 002, Table 1-8): warp launch overhead, block
 launch overhead, issue cycle. Static: the launch kernels read %clock64 before anything but
 setup (verified) and match the compiler's snapshot; the issue cycle is derived from the FFMA
 throughput probe (verified here, its SASS snapshot is test_throughput_fma's)."""

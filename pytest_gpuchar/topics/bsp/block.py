@@ -27,7 +27,7 @@ from enum import Enum
 from typing import Callable
 
 from ...models import manybsp as mb
-from .ptxparse import Body, Instr
+from .ptxparse import PtxBody, PtxInstr
 from .rows import Access
 
 
@@ -100,7 +100,7 @@ CLASSES: tuple[tuple[str, str, OpClass], ...] = (
 DEFAULT_CLASS = _op(Unit.SP)    # mov, cvta, ld.param, bra, ...
 
 
-def classify(ins: Instr) -> OpClass:
+def classify(ins: PtxInstr) -> OpClass:
     for prefix, ptype, cls in CLASSES:
         if (ins.opcode == prefix or ins.opcode.startswith(prefix + ".")) and \
                 (not ptype or ins.ptype == ptype):
@@ -134,7 +134,7 @@ class Inputs:
 
 
 @dataclass
-class Derived:
+class DerivedBlock:
     """The kernel's BLOCK description and where each number came from."""
     table: dict[int, mb.Instruction]            # Table 1-9
     rows: dict[int, mb.BlockRow]                # Table 1-10
@@ -150,7 +150,7 @@ class Derived:
         return mb.Block(self.level1, tail_comm=self.level2[-1].comm, level2=tuple(self.level2))
 
 
-def first_users(body: Body) -> dict[int, int]:
+def first_users(body: PtxBody) -> dict[int, int]:
     """Row -> the first later row that reads a register it writes (the report's u; 0: none)."""
     out = {}
     for ins in body.instrs:
@@ -160,7 +160,7 @@ def first_users(body: Body) -> dict[int, int]:
     return out
 
 
-def l1_hits(body: Body, level1: list) -> set[int]:
+def l1_hits(body: PtxBody, level1: list) -> set[int]:
     """Global loads that read lines an earlier load of the same level-1 superstep brought into
     L1: the same base register, not written in between (KNN's second field of a record)."""
     hits = set()
@@ -186,7 +186,7 @@ def _value(inp: Inputs, keys: tuple[str, ...]) -> tuple[float, str]:
     raise ValueError(f"none of {', '.join(keys)} measured: cannot derive the instruction")
 
 
-def analyse(body: Body, inp: Inputs) -> tuple[dict[int, mb.Instruction], set[int], dict]:
+def analyse(body: PtxBody, inp: Inputs) -> tuple[dict[int, mb.Instruction], set[int], dict]:
     """Table 1-9: per instruction its unit, n_fu^i = T_i, latencies and n_ma^i."""
     users, hits = first_users(body), l1_hits(body, inp.level1)
     table, sources = {}, {}
@@ -208,7 +208,7 @@ def analyse(body: Body, inp: Inputs) -> tuple[dict[int, mb.Instruction], set[int
     return table, hits, sources
 
 
-def cut_level2(body: Body, level1: list, table: dict[int, mb.Instruction],
+def cut_level2(body: PtxBody, level1: list, table: dict[int, mb.Instruction],
                issue: dict[int, float]) -> list[tuple[int, int, int | None]]:
     """Level-2 supersteps (first, last, the row whose result ends it or None): a superstep
     ends before an instruction that reads a register written in it (it waits for the one of
@@ -234,7 +234,7 @@ def cut_level2(body: Body, level1: list, table: dict[int, mb.Instruction],
     return out
 
 
-def block_rows(body: Body, table: dict[int, mb.Instruction], waited: set[int], hits: set[int],
+def block_rows(body: PtxBody, table: dict[int, mb.Instruction], waited: set[int], hits: set[int],
                inp: Inputs) -> dict[int, mb.BlockRow]:
     """Table 1-10: issue; occupancy on the unit's FU column, or latency + k where the row is
     the one its superstep waits for; communication of the DRAM accesses; barrier overhead."""
@@ -259,7 +259,7 @@ def block_rows(body: Body, table: dict[int, mb.Instruction], waited: set[int], h
     return rows
 
 
-def counts(body: Body, level1: list, hits: set[int]) -> dict[str, int]:
+def counts(body: PtxBody, level1: list, hits: set[int]) -> dict[str, int]:
     """h, l (instructions on the path, loops by their iterations), l_m (DRAM accesses), l_b
     (barriers), l_c = l - l_m - l_b."""
     c = {"h": len(body), "l": 0, "l_m": 0, "l_b": 0}
@@ -273,8 +273,8 @@ def counts(body: Body, level1: list, hits: set[int]) -> dict[str, int]:
     return c
 
 
-def derive_from_table(body: Body, table: dict[int, mb.Instruction], hits: set[int],
-                      inp: Inputs, sources: dict | None = None) -> Derived:
+def derive_from_table(body: PtxBody, table: dict[int, mb.Instruction], hits: set[int],
+                      inp: Inputs, sources: dict | None = None) -> DerivedBlock:
     """Steps 3 and 4 from a Table 1-9 (ours, or the report's own)."""
     issue = {k: mb.issue_cost(i, inp.w, inp.issue_cycle, inp.warp_size) for k, i in table.items()}
     cuts = cut_level2(body, inp.level1, table, issue)
@@ -283,17 +283,17 @@ def derive_from_table(body: Body, table: dict[int, mb.Instruction], hits: set[in
     rows = block_rows(body, table, waited, hits, inp)
     level2 = [mb.level2_superstep(rows, a, b) for a, b, _ in cuts]
     level1 = mb.level1_from_level2(inp.level1, level2)
-    return Derived(table, rows, level2, level1, waits, hits, counts(body, inp.level1, hits),
+    return DerivedBlock(table, rows, level2, level1, waits, hits, counts(body, inp.level1, hits),
                    sources or {})
 
 
-def derive(body: Body, inp: Inputs) -> Derived:
+def derive(body: PtxBody, inp: Inputs) -> DerivedBlock:
     """The whole derivation: Table 1-9 from the lookup, then steps 3 and 4."""
     table, hits, sources = analyse(body, inp)
     return derive_from_table(body, table, hits, inp, sources)
 
 
-def launch(d: Derived, n_b: int, n_t: int, regs: int, shmem: int) -> mb.Launch:
+def launch(d: DerivedBlock, n_b: int, n_t: int, regs: int, shmem: int) -> mb.Launch:
     c = d.counts
     return mb.Launch(n_b=n_b, n_t=n_t, l_c=c["l_c"], l_m=c["l_m"], reg_per_thread=regs,
                      shmem_per_block=shmem, h=c["h"], l=c["l"], l_b=c["l_b"])

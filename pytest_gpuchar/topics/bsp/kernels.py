@@ -57,7 +57,7 @@ def body(app: App) -> list[str]:
     return bodies.BODIES[app.value](entry_name(app))
 
 
-def parsed(app: App) -> ptxparse.Body:
+def parsed(app: App) -> ptxparse.PtxBody:
     return ptxparse.parse(body(app))
 
 
@@ -124,7 +124,7 @@ class KernelVerdict(Verdict):
     instructions: int = 0
 
 
-def ptx_bytes(ins: ptxparse.Instr) -> int:
+def ptx_bytes(ins: ptxparse.PtxInstr) -> int:
     """Bytes one thread moves with a PTX ld/st (its type's width)."""
     return PTX_BYTES.get(ins.ptype[1:], 4) * (4 if ".v4" in ins.opcode else
                                                2 if ".v2" in ins.opcode else 1)
@@ -139,7 +139,7 @@ def sass_bytes(opcode: str) -> int:
     return 4
 
 
-def intended(b: ptxparse.Body) -> dict[str, tuple[int, Match]]:
+def intended(b: ptxparse.PtxBody) -> dict[str, tuple[int, Match]]:
     """SASS pattern -> (instructions or bytes, how it must match), from the PTX body."""
     out: dict[str, tuple[int, Match]] = {}
     for prefix, (pat, how) in SASS_OF.items():
@@ -154,7 +154,7 @@ def _count(region: list[sass.Instr], pat: str, how: Match = Match.EXACT) -> int:
     return sum(sass_bytes(i.opcode) for i in hits) if how is Match.BYTES else len(hits)
 
 
-def verify_kernel(name: str, b: ptxparse.Body, func: sass.Function) -> KernelVerdict:
+def verify_kernel(name: str, b: ptxparse.PtxBody, func: sass.Function) -> KernelVerdict:
     """The timed region holds the kernel as its PTX says (see the module docstring)."""
     lo, hi = loop.timed_bounds(func, name)
     groups = sass.clock_groups(func)

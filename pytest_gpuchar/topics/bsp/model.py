@@ -26,7 +26,7 @@ class MemLevel(str, Enum):
 class Model:
     size: Size
     device: mb.Device
-    derived: block.Derived
+    derived: block.DerivedBlock
     launch: mb.Launch
     prediction: mb.Prediction
     level: MemLevel

@@ -82,7 +82,7 @@ def model_parameters(report: dict, arch: str, n_ws: int = SCHEDULERS_PER_SM) -> 
 
 
 @dataclass(frozen=True)
-class Value:
+class ParamValue:
     key: str
     value: float
     unit: str
@@ -102,18 +102,18 @@ class Values:
         self.session = {r["key"]: r for r in results if r.get("arch") == arch
                         and r.get("value") is not None and r.get("status") in USABLE}
 
-    def get(self, key: str) -> Value | None:
+    def get(self, key: str) -> ParamValue | None:
         r = self.session.get(key)
         if r is not None:
-            return Value(key, float(r["value"]), r.get("unit", ""), "this session")
+            return ParamValue(key, float(r["value"]), r.get("unit", ""), "this session")
         e = self.exp.get(key, self.device) if self.exp is not None else None
         if e is not None and e.value is None and e.range is not None:
             lo, hi = e.range
-            return Value(key, (lo + hi) / 2, e.unit,
+            return ParamValue(key, (lo + hi) / 2, e.unit,
                          f"{e.origin} (midpoint of the boards' range {lo:g}-{hi:g})")
         if e is None or e.value is None:
             return None
-        return Value(key, float(e.value), e.unit, e.origin)
+        return ParamValue(key, float(e.value), e.unit, e.origin)
 
     def __call__(self, key: str) -> float | None:
         v = self.get(key)

@@ -13,7 +13,7 @@ NO_DEST = ("st", "bra", "bar", "ret", "exit")
 
 
 @dataclass(frozen=True)
-class Instr:
+class PtxInstr:
     """One PTX instruction: ``index`` counts instructions from 1 (labels do not count), as
     the report numbers its tables."""
     index: int
@@ -63,13 +63,13 @@ class Instr:
 
 
 @dataclass(frozen=True)
-class Body:
+class PtxBody:
     """A kernel body: its instructions and, per label, the index of the instruction that
     follows it."""
-    instrs: tuple[Instr, ...]
+    instrs: tuple[PtxInstr, ...]
     labels: dict
 
-    def __getitem__(self, index: int) -> Instr:
+    def __getitem__(self, index: int) -> PtxInstr:
         return self.instrs[index - 1]
 
     def __len__(self) -> int:
@@ -84,7 +84,7 @@ class Body:
         return sum(1 for i in self.instrs if i.opcode.startswith(opcode_prefix))
 
 
-def parse_instr(index: int, line: str) -> Instr:
+def parse_instr(index: int, line: str) -> PtxInstr:
     text = line.strip().rstrip(";").strip()
     guard = ""
     if text.startswith("@"):
@@ -100,10 +100,10 @@ def parse_instr(index: int, line: str) -> Instr:
     else:
         dests, src_ops = tuple(_REG.findall(operands[0])), operands[1:]
     srcs = [r for o in src_ops for r in _REG.findall(o)] + ([guard] if guard else [])
-    return Instr(index, line.strip(), guard, opcode, dests, tuple(srcs), target)
+    return PtxInstr(index, line.strip(), guard, opcode, dests, tuple(srcs), target)
 
 
-def parse(lines: list[str]) -> Body:
+def parse(lines: list[str]) -> PtxBody:
     """A body's lines (instructions and labels, one per line; // comments allowed)."""
     instrs, labels = [], {}
     for raw in lines:
@@ -115,7 +115,7 @@ def parse(lines: list[str]) -> Body:
             labels[m.group(1)] = len(instrs) + 1
             continue
         instrs.append(parse_instr(len(instrs) + 1, line))
-    return Body(tuple(instrs), labels)
+    return PtxBody(tuple(instrs), labels)
 
 
 def register_decls(lines: list[str]) -> list[str]:

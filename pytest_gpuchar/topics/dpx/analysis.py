@@ -112,7 +112,7 @@ def per_sm_spans(rec: np.ndarray) -> dict[int, tuple[int, int]]:
 
 
 @dataclass
-class Rate:
+class CallRate:
     rate: float               # calls per clock per SM (1 / slope)
     spread: float             # max - min of the per-repeat rates
     unstable: bool
@@ -124,7 +124,7 @@ class Rate:
 
 
 def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
-         spread_rel: float = 0.01) -> Rate:
+         spread_rel: float = 0.01) -> CallRate:
     """Records per trip count, (repeats, warps, 3) each (warm-up already dropped) -> the
     calls per clock per SM: slope of the per-SM busy span (median over SMs) against the
     calls each SM ran, per repeat; unstable when the per-repeat rates spread more than
@@ -143,7 +143,7 @@ def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
     if len(warps) > 1:
         why = f"warps per SM differ between SMs ({sorted(warps)}): blocks were not spread " \
               f"evenly" + (f"; {why}" if why else "")
-    return Rate(value, (max(rates) - min(rates)) if rates else float("nan"), bool(why), why,
+    return CallRate(value, (max(rates) - min(rates)) if rates else float("nan"), bool(why), why,
                 rates, spans, sorted(warps), f.intercept)
 
 

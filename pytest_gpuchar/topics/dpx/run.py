@@ -142,7 +142,7 @@ def latency(session: Context, row: DpxRow, arch: str) -> Measured:
 class LoopRun:
     probe: LoopProbe
     built: Built
-    rate: analysis.Rate
+    rate: analysis.CallRate
     unit: dict
     loop_control: dict
     smem: int

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .chains import CONST_LINES, CONST_STRIDE, Layout, const_layout, random_layout
-from .rows import LINE, SMEM_BYTES, BankRow, Footprint, Level, Warm
+from .rows import LINE, SMEM_BYTES, BankRow, Footprint, LevelRow, Warm
 
 FALLBACK_L1 = 256 * 1024        # largest L1/shared per SM of the archs the suite knows (sm_90)
 FALLBACK_L2 = 64 * 2**20        # above the largest L2 of the known archs (H100/H200: 50 MiB)
@@ -322,7 +322,7 @@ def fill_model_error(strides: list[int], latency: list[float], fill: int) -> flo
     return float(np.max(np.abs(model - lat)) / span) if span > 0 else float("inf")
 
 
-def level_layout(level: Level, g: Geometry, seed: int = 1) -> Layout:
+def level_layout(level: LevelRow, g: Geometry, seed: int = 1) -> Layout:
     """The chain a Table IV level chases through."""
     if level.footprint == Footprint.CONST:
         return const_layout()

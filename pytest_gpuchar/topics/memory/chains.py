@@ -9,15 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...core.runner import ChainError
 from .rows import LINE
 
 CONST_WORDS = 128               # the .const chain (u32 words), CONST_LINES pointers in it
 CONST_STRIDE = 64
 CONST_LINES = CONST_WORDS * 4 // CONST_STRIDE
-
-
-class ChainError(AssertionError):
-    """A chain does not visit the lines it was meant to visit."""
 
 
 def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:

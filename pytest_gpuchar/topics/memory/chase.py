@@ -11,13 +11,13 @@ import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
-from ...core.runner import Launch, Plan
+from ...core.runner import ChainError, Launch, Plan
 from ...core.topic import Context
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
-from .chains import ChainError, Layout, random_layout, sequential_layout
+from .chains import Layout, random_layout, sequential_layout
 from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, Kind, Space, Warm)
+                   STAIRCASE_REPEATS, STRIDES, BankRow, ChaseKind, Space, Warm)
 
 
 SWEEP_REPEATS = 3
@@ -250,7 +250,7 @@ def staircase(session: Context, repeats: int = SWEEP_REPEATS,
     every launch (the L1 footprints), `deep_repeats` for the L2 and device-memory points,
     whose per-launch slopes scatter more."""
     geo = geometry_of(session)
-    probe = kernels.chase_probe("ca", session.gpu.dev.arch, Kind.CHAIN)
+    probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
     fps, lat, spread, smids, warms = [], [], [], set(), []
     for f in geo.sweep():
         lay = random_layout(f, LINE, seed=f % 9973)
@@ -279,8 +279,8 @@ def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
     ([325, 335, 588, 807, 765, 641] and [318, 359, 458, 546, 650, 692] cycles for 8..256 B:
     DRAM row-buffer locality and prefetching dominate), so no fill size can be read from it."""
     arch = session.gpu.dev.arch
-    probe = kernels.chase_probe("ca", arch, Kind.CHAIN)
-    warm_probe = kernels.chase_probe("cg", arch, Kind.LOOP)
+    probe = kernels.chase_probe("ca", arch, ChaseKind.CHAIN)
+    warm_probe = kernels.chase_probe("cg", arch, ChaseKind.LOOP)
     fps, lat, spread, smids, warms = [], [], [], set(), []
     for stride in STRIDES:
         lay = sequential_layout(FILL_REGION // stride, stride)

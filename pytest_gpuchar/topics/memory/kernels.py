@@ -5,7 +5,7 @@ Pointer chase: every load's address is the value the previous load returned, so 
 are serialised and each costs its full load-to-use latency. Two probes per load flavour:
 ``chain`` (N loads unrolled between the clock reads: the slope over N is the latency) and
 ``loop`` (one load in a nounroll loop of `steps` iterations: the slope over steps is the chase
-loop's cycles per step; its timed region is verified by ``LoopProbe``). Table 10's bank probe
+loop's cycles per step; its timed region is verified by ``ChaseLoopProbe``). Table 10's bank probe
 has one warp chase through shared memory; its 64-bit variant keeps each load 64 bits wide
 with side instructions ``Bank64Probe`` allows.
 """
@@ -21,7 +21,7 @@ from ...core.ptx import Kernel
 from ...core.probe import Probe
 from ...core.verify import Intent, ProbeInvalid, Verdict, check_exact, matches
 from .chains import CONST_WORDS, const_chain_words
-from .rows import (CHAIN_LENGTHS, FLAVOURS, LOOP_STEPS, SMEM_BYTES, BankRow, Flavour, Kind,
+from .rows import (CHAIN_LENGTHS, FLAVOURS, LOOP_STEPS, SMEM_BYTES, BankRow, Flavour, ChaseKind,
                    Space, sass_unit)
 
 CHASE_PARAMS = [".param .u64 out_param", ".param .u64 state_param", ".param .u32 warm_param",
@@ -35,7 +35,7 @@ CONST_DECL = (f".const .align 8 .u32 gpuchar_cchain[{CONST_WORDS}] = "
 LOOP_UNIT = ("IADD3|VIADD|IADD32I|IADD|IMAD.IADD|UIADD3", "ISETP.*|UISETP.*", "BRA|BRA.U")
 # executed once before the loop (the step count's parameter load, the counter's zeroing, the
 # alignment NOPs of the loop head): allowed in the region ahead of the loop label only, as
-# are never-executed instructions (predicate @!PT), see LoopProbe
+# are never-executed instructions (predicate @!PT), see ChaseLoopProbe
 LOOP_SETUP_OPCODES = ("LDC", "ULDC", "ULDC.64", "LDCU", "LDCU.64", "MOV", "UMOV", "IMAD.MOV.U32", "MOV32I", "NOP")
 BANK64_SIDE = ("IMNMX*", "VIMNMX*", "VMNMX*", "ISETP*", "SEL", "LOP3.LUT")
 BANK64_SIDE_MAX = 2
@@ -165,7 +165,7 @@ class ChaseProbe(Probe):
 
 
 @dataclass
-class LoopProbe(ChaseProbe):
+class ChaseLoopProbe(ChaseProbe):
     """The chase as a nounroll loop: every length is the same kernel (`steps` is a parameter);
     its unit is one chase step plus LOOP_UNIT, run once per iteration."""
 
@@ -237,23 +237,23 @@ class Bank64Probe(BankProbe):
         return verdict
 
 
-def chase_probe(flavour: str, arch: str, kind: Kind | str = Kind.CHAIN) -> ChaseProbe:
+def chase_probe(flavour: str, arch: str, kind: ChaseKind | str = ChaseKind.CHAIN) -> ChaseProbe:
     """The chase of one load flavour: kind "chain" (unrolled, latency) or "loop"."""
-    kind = Kind.of(kind)
+    kind = ChaseKind.of(kind)
     f = FLAVOURS[flavour]
     unit = f.sass(arch)
     name = f"memory/{kind.value}/{flavour}"
     smem = f"gpuchar_smem_{flavour}_{kind.value}"
     decl = smem_decl(smem) if f.space == Space.SHARED else \
         CONST_DECL if f.space == Space.CONST else ""
-    if kind == Kind.CHAIN:
+    if kind == ChaseKind.CHAIN:
         entries = {n: entry_name(f"{name}_n{n}") for n in CHAIN_LENGTHS}
         text = decl + "\n".join(chase_kernel(entries[n], f, n=n, smem=smem)
                                 for n in CHAIN_LENGTHS)
         return ChaseProbe(name, arch, text, entries, {n: n for n in CHAIN_LENGTHS}, unit=unit,
                           chained=True, flavour=flavour)
     e = entry_name(f"{name}_loop")
-    return LoopProbe(name, arch, decl + chase_kernel(e, f, n=None, smem=smem),
+    return ChaseLoopProbe(name, arch, decl + chase_kernel(e, f, n=None, smem=smem),
                      {s: e for s in LOOP_STEPS}, {s: s for s in LOOP_STEPS},
                      unit=unit + LOOP_UNIT, flavour=flavour)
 
@@ -284,7 +284,7 @@ def suite_probes(arch: str) -> list[Probe]:
     """Every memory probe of `arch` (one ptxas run / one driver JIT link)."""
     out: list[Probe] = []
     for f in FLAVOURS:
-        out += [chase_probe(f, arch, Kind.CHAIN), chase_probe(f, arch, Kind.LOOP)]
+        out += [chase_probe(f, arch, ChaseKind.CHAIN), chase_probe(f, arch, ChaseKind.LOOP)]
     return out + [bank_probe(BankRow(32, 1), arch), bank_probe(BankRow(64, 2), arch)]
 
 

@@ -54,13 +54,13 @@ class Warm(str, Enum):
     NONE = "none"       # never: each launch continues the cycle, no line reused
 
 
-class Kind(str, Enum):
+class ChaseKind(str, Enum):
     """The two chase probes of a flavour: unrolled loads (latency) or a nounroll loop."""
     CHAIN = "chain"
     LOOP = "loop"
 
     @classmethod
-    def of(cls, kind: "Kind | str") -> "Kind":
+    def of(cls, kind: "ChaseKind | str") -> "ChaseKind":
         try:
             return cls(kind)
         except ValueError:
@@ -142,7 +142,7 @@ def sass_unit(flavour: str, arch: str) -> tuple[str, ...]:
 # --- Table IV -------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Level:
+class LevelRow:
     """A row of Table IV: what is chased, through which footprint."""
     key: str            # memory.latency.<level>
     flavour: str
@@ -163,20 +163,20 @@ class Level:
 
 
 LEVELS = (
-    Level("l1_hit", "ca", Footprint.L1, True, "L1 (ld.ca) 33"),
-    Level("l1_hit_default", "default", Footprint.L1, True, ""),
-    Level("readonly_hit", "nc", Footprint.L1, True, ""),
-    Level("l2_hit", "cg", Footprint.L2, True, "L2 (ld.cg) 200"),
-    Level("dram_cv", "cv", Footprint.DRAM, False, "global (ld.cv) 290"),
-    Level("dram_ca", "ca", Footprint.DRAM, False, ""),
-    Level("shared_load", "shared_ld", Footprint.SHARED, True, "shared ld 23"),
-    Level("shared_store_load", "shared_st_ld", Footprint.SHARED, True,
+    LevelRow("l1_hit", "ca", Footprint.L1, True, "L1 (ld.ca) 33"),
+    LevelRow("l1_hit_default", "default", Footprint.L1, True, ""),
+    LevelRow("readonly_hit", "nc", Footprint.L1, True, ""),
+    LevelRow("l2_hit", "cg", Footprint.L2, True, "L2 (ld.cg) 200"),
+    LevelRow("dram_cv", "cv", Footprint.DRAM, False, "global (ld.cv) 290"),
+    LevelRow("dram_ca", "ca", Footprint.DRAM, False, ""),
+    LevelRow("shared_load", "shared_ld", Footprint.SHARED, True, "shared ld 23"),
+    LevelRow("shared_store_load", "shared_st_ld", Footprint.SHARED, True,
           "shared st 19 (see method)"),
-    Level("const_hit", "const", Footprint.CONST, True, ""),
+    LevelRow("const_hit", "const", Footprint.CONST, True, ""),
 )
 
 
-def level(key: str) -> Level:
+def level(key: str) -> LevelRow:
     return next(lv for lv in LEVELS if lv.key == key)
 
 

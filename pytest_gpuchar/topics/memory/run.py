@@ -17,7 +17,7 @@ from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
                        plateaus, without_rising_edge)
 from .chase import Curve
 from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, Kind, Level, Warm)
+                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
 
 
 METHOD_CHAIN = ("pointer chase, 1 thread: slope of %clock64 cycles over {lengths} dependent "
@@ -64,20 +64,20 @@ def _once(session: Context, key: tuple, make: Callable):
 
 # --- Table IV -----------------------------------------------------------------------------------
 
-def fit_limits(level: Level) -> dict:
+def fit_limits(level: LevelRow) -> dict:
     # device memory: every timed load goes to a different random line (DRAM page, bank and
     # TLB state differ), so per-launch slopes scatter more than for a cache hit
     return {"spread_abs": 1.0, "spread_rel": 0.25 if level.is_dram else 0.05}
 
 
-def latency(session: Context, level: Level, arch: str) -> Measured:
+def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     """A Table IV row: the load-to-use latency (slope over unrolled dependent loads) and the
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
     g = chase.geometry_of(session)
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
-    chain = kernels.chase_probe(level.flavour, arch, Kind.CHAIN)
-    loop = kernels.chase_probe(level.flavour, arch, Kind.LOOP)
+    chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
+    loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
     reps = max(session.repeats, DRAM_REPEATS) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
@@ -113,7 +113,7 @@ def latency(session: Context, level: Level, arch: str) -> Measured:
 
 def _shared_store(session, f: Fit, lay, reps: int, warm: Warm, arch: str) -> Measurement:
     """The store's cost: the store+load chase minus the load chase (same chain)."""
-    probe = kernels.chase_probe("shared_ld", arch, Kind.CHAIN)
+    probe = kernels.chase_probe("shared_ld", arch, ChaseKind.CHAIN)
     base = _once(session, ("chain", "shared_load"),
                  lambda: chase.chase(session, probe, lay, repeats=reps, warm=warm))
     bf = fit(base.cycles, base.ops)
@@ -122,7 +122,7 @@ def _shared_store(session, f: Fit, lay, reps: int, warm: Warm, arch: str) -> Mea
                        data={"tolerance": {"abs": 2.0, "rel": 0.1}})
 
 
-def _latency_checks(level: Level, g, lay, run, f: Fit, lf: Fit) -> list[str]:
+def _latency_checks(level: LevelRow, g, lay, run, f: Fit, lf: Fit) -> list[str]:
     checks = []
     if level.is_dram:
         # the cycle must be far larger than the L2 and no timed load may revisit a line

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.fit import fit
-from ...core.runner import Order, Plan
+from ...core.runner import ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
@@ -18,7 +18,6 @@ from .rows import (BARRIER_LENGTHS, BARRIER_TOL, DSM_LENGTHS, DSM_SLOTS, DSM_STR
                    LATENCY_TOL, LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
                    DsmRow, Sync, SyncRow)
 from . import state as st
-from .state import ChainError
 
 
 METHOD_DSM = ("pointer chase through distributed shared memory ({op}), one thread in each CTA "

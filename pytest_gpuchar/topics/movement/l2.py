@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.probe import NotApplicable
-from ...core.runner import Order, Plan
+from ...core.runner import ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
@@ -20,7 +20,7 @@ from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LE
                    LOADED_REPEATS, LOADED_SHARES, LOADED_TOL, LOADED_TRIPS, LOADED_WAIT_NS,
                    L2Figure)
 from . import state as st
-from .state import ChainError, passes
+from .state import passes
 
 
 MIB = 1 << 20

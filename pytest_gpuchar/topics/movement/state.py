@@ -23,11 +23,6 @@ MIB = 1 << 20
 GROW = 2 * MIB
 
 
-class ChainError(AssertionError):
-    """A launch ended somewhere the host's walk of the same chain does not: the probe did not
-    walk what it was meant to (no figure)."""
-
-
 def round_up(n: int, step: int) -> int:
     return -(-n // step) * step
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core.fit import SPREAD_REL, fit
-from ...core.runner import Order, Plan
+from ...core.runner import ChainError, Order, Plan
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
@@ -21,7 +21,7 @@ from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from . import state as st
-from .state import ChainError, passes
+from .state import passes
 
 
 METHOD_TMA = ("{what}: dependent 1 KiB transfers, each block holding where the next one "

@@ -65,7 +65,7 @@ def layout_check(tc, s) -> None:
                              f"or accumulator fragment layout is not the PTX ISA's")
 
 
-def _probe(session: Context, s: fw.WgmmaRow):
+def _probe(session: Context, s: fw.Fp8WgmmaRow):
     arch = session.gpu.dev.arch
     probes = {p.mma.name: p for p in fw.probes(arch)}
     if s.name not in probes:
@@ -73,14 +73,14 @@ def _probe(session: Context, s: fw.WgmmaRow):
     return probes[s.name]
 
 
-def _built(session: Context, s: fw.WgmmaRow):
+def _built(session: Context, s: fw.Fp8WgmmaRow):
     dev = session.gpu.dev
     probe = _probe(session, s)
     return session.runs.once(("numerics", "fp8_wgmma", "built", dev.driver, s.name),
                              lambda: session.builds.jit(probe, dev))
 
 
-def verify(session: Context, s: fw.WgmmaRow):
+def verify(session: Context, s: fw.Fp8WgmmaRow):
     """The kernel's driver SASS through the verification door, once: a QGMMA path."""
     dev = session.gpu.dev
     return session.runs.once(
@@ -88,7 +88,7 @@ def verify(session: Context, s: fw.WgmmaRow):
         lambda: session.verify(_probe(session, s), _built(session, s).functions).path)
 
 
-def run_bits(session: Context, s: fw.WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
+def run_bits(session: Context, s: fw.Fp8WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T 64x8 tiles given as bit patterns, one launch (a warpgroup a tile)."""
     import cupy as cp
     verify(session, s)
@@ -103,7 +103,7 @@ def run_bits(session: Context, s: fw.WgmmaRow, a_bits, b_bits, c_bits) -> np.nda
     return fw.unpack_d(gd.get(), s.n)
 
 
-def run_tiles(session: Context, s: fw.WgmmaRow, A, B, C=None) -> np.ndarray:
+def run_tiles(session: Context, s: fw.Fp8WgmmaRow, A, B, C=None) -> np.ndarray:
     A = np.asarray(A)
     if C is None:
         C = np.zeros((A.shape[0], s.m, s.n))

@@ -29,7 +29,7 @@ STEPS = (1, 8)           # wgmma per group: the tile kernel and the in-group cha
 
 
 @dataclass(frozen=True)
-class WgmmaRow(MmaRow):
+class Fp8WgmmaRow(MmaRow):
     """One wgmma.mma_async m64n8k32 kernel (FP8 in, f32 accumulator), `steps` of them in one
     wgmma group over consecutive K slices (k = 32 x steps)."""
     steps: int = 1
@@ -49,10 +49,10 @@ class WgmmaRow(MmaRow):
         return None
 
 
-def wgmma_row(in_type: str, steps: int = 1) -> WgmmaRow:
+def wgmma_row(in_type: str, steps: int = 1) -> Fp8WgmmaRow:
     if in_type not in TYPES:
         raise ValueError(f"FP8 wgmma type {in_type!r}: one of {TYPES}")
-    return WgmmaRow(f"{in_type}.m64n8k{32 * steps}.f32.wgmma", in_type, "f32", 64, 8,
+    return Fp8WgmmaRow(f"{in_type}.m64n8k{32 * steps}.f32.wgmma", in_type, "f32", 64, 8,
                     32 * steps, 90, "8.0", steps)
 
 
@@ -63,27 +63,27 @@ def require(arch: str, prefix: str = "") -> None:
 
 # --- layouts --------------------------------------------------------------------------------
 
-def a_bytes(s: WgmmaRow) -> int:
+def a_bytes(s: Fp8WgmmaRow) -> int:
     return 64 * s.k
 
 
-def b_bytes(s: WgmmaRow) -> int:
+def b_bytes(s: Fp8WgmmaRow) -> int:
     return s.n * s.k
 
 
-def sbo(s: WgmmaRow) -> int:
+def sbo(s: Fp8WgmmaRow) -> int:
     """Bytes from one 8-row group to the next (all of a row's K chunks between)."""
     return (s.k // CHUNK) * 128
 
 
-def smem_offsets(rows: int, s: WgmmaRow) -> np.ndarray:
+def smem_offsets(rows: int, s: Fp8WgmmaRow) -> np.ndarray:
     """(rows, K) byte offset of element (r, k) in the K-major no-swizzle layout."""
     r = np.arange(rows)[:, None]
     k = np.arange(s.k)[None, :]
     return (r // 8) * sbo(s) + (k // CHUNK) * 128 + (r % 8) * 16 + k % CHUNK
 
 
-def pack_ab(s: WgmmaRow, a_bits: np.ndarray, b_bits: np.ndarray) -> np.ndarray:
+def pack_ab(s: Fp8WgmmaRow, a_bits: np.ndarray, b_bits: np.ndarray) -> np.ndarray:
     """A (T, 64, K) and B (T, K, N) byte patterns -> (T, A bytes + B bytes) uint8 tiles in
     the shared-memory layout (B stored N rows of K: "column-major", K-major)."""
     T = a_bits.shape[0]
@@ -119,7 +119,7 @@ def unpack_d(frags: np.ndarray, n: int = 8) -> np.ndarray:
 
 # --- the kernel -----------------------------------------------------------------------------
 
-def kernel(s: WgmmaRow) -> str:
+def kernel(s: Fp8WgmmaRow) -> str:
     """One warpgroup per tile (tiles past the count exit before any wgmma, block-uniform):
     copy the tile to shared memory, load C, `steps` wgmma in one group, store D. Untimed."""
     tile = a_bytes(s) + b_bytes(s)
@@ -160,7 +160,7 @@ def kernel(s: WgmmaRow) -> str:
     ).render()
 
 
-def probe(s: WgmmaRow, arch: str = "sm_90") -> MmaProbe:
+def probe(s: Fp8WgmmaRow, arch: str = "sm_90") -> MmaProbe:
     """The kernel as a probe: valid when its SASS holds tensor-core instructions (QGMMA)."""
     require(arch)
     return MmaProbe(f"numerics/{s.name}", TARGET, "\n" + kernel(s), {1: s.entry}, {1: 1},

@@ -47,7 +47,7 @@ def trip_spans(host: dict[int, np.ndarray],
     return spans, sms, warps_per_sm
 
 
-class Rate(NamedTuple):
+class UnitRate(NamedTuple):
     rate: float          # results per clock per SM (1 / slope)
     spread: float        # max - min of the per-repeat rates
     unstable: bool
@@ -57,7 +57,7 @@ class Rate(NamedTuple):
 
 
 def rate_from_spans(spans: dict[int, list[float]], results_per_sm: dict[int, float],
-                    *, spread_rel: float = 0.02) -> Rate:
+                    *, spread_rel: float = 0.02) -> UnitRate:
     """Fit per-SM busy cycles against results per SM over trip counts (core.fit): slope
     = cycles per result; rate = 1 / slope. `spans`: trip -> per-repeat cycles list."""
     f = fit(spans, results_per_sm, spread_abs=0.0, spread_rel=spread_rel)
@@ -67,7 +67,7 @@ def rate_from_spans(spans: dict[int, list[float]], results_per_sm: dict[int, flo
     why = f.why_unstable
     if why and rates:
         why += f" (per-repeat rates {min(rates):.2f}..{max(rates):.2f} results/clk/SM)"
-    return Rate(rate, spread, f.unstable, why, f.intercept, rates)
+    return UnitRate(rate, spread, f.unstable, why, f.intercept, rates)
 
 
 def dynamic_smem(shared_per_sm: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:

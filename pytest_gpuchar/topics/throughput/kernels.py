@@ -20,7 +20,7 @@ from ...core import ptx, sass
 from ...core.probe import NotApplicable, Probe
 from ...core.ptx import SLOT_BYTES, Clock, InputSlot, Kernel, Registers
 from . import rows
-from .rows import Launch, Row, Style
+from .rows import LaunchCost, ThroughputRow, Style
 from .verify import LoopVerdict, StampVerdict, entry_prologue, verify_entry_stamp, verify_loop
 
 BLOCK = 256
@@ -33,10 +33,10 @@ STAMP_WORDS = 4            # launch stamps per warp: start, end, smid, ctaid (u6
 
 WARP_ENTRY = "gpuchar_warp_launch"
 BLOCK_ENTRY = "gpuchar_block_launch"
-STAMPS = {Launch.WARP: (WARP_ENTRY, False), Launch.BLOCK: (BLOCK_ENTRY, True)}  # exit stamp
+STAMPS = {LaunchCost.WARP: (WARP_ENTRY, False), LaunchCost.BLOCK: (BLOCK_ENTRY, True)}  # exit stamp
 
 
-def kernel_name(row: Row) -> str:
+def kernel_name(row: ThroughputRow) -> str:
     return "tp_" + re.sub(r"[^A-Za-z0-9]+", "_", row.name)
 
 
@@ -46,7 +46,7 @@ def kernel_name(row: Row) -> str:
 class _Chains:
     """Builds the chains of one row's loop body; source operands other than the chain value
     are loaded once and shared by all chains."""
-    row: Row
+    row: ThroughputRow
     regs: Registers
     shared: dict[str, str] = field(default_factory=dict)
 
@@ -103,7 +103,7 @@ CHAIN = {Style.ACC: _Chains.acc, Style.FIB: _Chains.fib, Style.ROUNDTRIP_F64:
          _Chains.roundtrip_f64, Style.LDS: _Chains.lds, Style.BAR: _Chains.bar}
 
 
-def loop_body(row: Row, regs: Registers, unroll: int,
+def loop_body(row: ThroughputRow, regs: Registers, unroll: int,
               chains: int) -> tuple[list[str], list[tuple[str, int]]]:
     """Loop-body lines of `chains` chains of `unroll` ops each, interleaved op by op (chain 0
     op 0, chain 1 op 0, ...), every chain updated in place so its value is loop-carried.
@@ -125,7 +125,7 @@ LOOP_PARAMS = [".param .u64 rec_param", ".param .u64 res_param", ".param .u64 in
                ".param .u32 iters_param"]
 
 
-def kernel(row: Row, arch: str, *, entry: str | None = None, unroll: int = UNROLL,
+def kernel(row: ThroughputRow, arch: str, *, entry: str | None = None, unroll: int = UNROLL,
            chains: int = CHAINS, block: int = BLOCK,
            blocks_per_sm: int = BLOCKS_PER_SM) -> tuple[Kernel, Registers, int]:
     """The row's throughput kernel (entry: `kernel_name(row)` unless given); returns (kernel,
@@ -205,7 +205,7 @@ def _function(probe: Probe, functions: dict[str, sass.Function]) -> sass.Functio
 class ThroughputProbe(Probe):
     """One kernel whose timed region is a counted loop: ``ops`` maps the PTX ops per loop
     iteration to themselves (the one "length"); ``check`` verifies the loop (verify_loop)."""
-    row: Row
+    row: ThroughputRow
     unroll: int = UNROLL
     chains: int = CHAINS
 
@@ -261,7 +261,7 @@ class EntryStampProbe(Probe):
 
 # --- probe builders ------------------------------------------------------------------------
 
-def loop_probe(row: Row, arch: str, *, entry: str | None = None, unroll: int = UNROLL,
+def loop_probe(row: ThroughputRow, arch: str, *, entry: str | None = None, unroll: int = UNROLL,
                chains: int = CHAINS, block: int = BLOCK,
                blocks_per_sm: int = BLOCKS_PER_SM) -> ThroughputProbe:
     k, regs, slots = kernel(row, arch, entry=entry, unroll=unroll, chains=chains, block=block,
@@ -272,12 +272,12 @@ def loop_probe(row: Row, arch: str, *, entry: str | None = None, unroll: int = U
                            guarded=False, row=row, unroll=unroll, chains=chains)
 
 
-def probe(row: Row | str, arch: str) -> ThroughputProbe:
-    """The throughput probe of a row (by name or Row) on `arch`."""
+def probe(row: ThroughputRow | str, arch: str) -> ThroughputProbe:
+    """The throughput probe of a row (by name or ThroughputRow) on `arch`."""
     return loop_probe(rows.ROWS[row] if isinstance(row, str) else row, arch)
 
 
-def row_probe(row: Row, arch: str, stage: str = "static") -> ThroughputProbe:
+def row_probe(row: ThroughputRow, arch: str, stage: str = "static") -> ThroughputProbe:
     """The row's probe, or NotApplicable (a skip) where the arch lacks the row's op."""
     why = row.supported(arch)
     if why:
@@ -291,7 +291,7 @@ def bar_probe(arch: str, threads: int) -> ThroughputProbe:
                       unroll=BAR_UNROLL, chains=1, block=threads, blocks_per_sm=1)
 
 
-def stamp_probe(kind: Launch, arch: str) -> EntryStampProbe:
+def stamp_probe(kind: LaunchCost, arch: str) -> EntryStampProbe:
     """The warp (entry stamp only) or block (entry and exit stamps) launch kernel."""
     entry, exit_stamp = STAMPS[kind]
     return EntryStampProbe(f"launch/{kind.value}", arch,
@@ -299,9 +299,9 @@ def stamp_probe(kind: Launch, arch: str) -> EntryStampProbe:
                            {0: 0}, unit=(), guarded=False)
 
 
-def launch_probe(kind: Launch, arch: str) -> Probe:
+def launch_probe(kind: LaunchCost, arch: str) -> Probe:
     """What a launch row verifies: its stamp kernel, or for the issue cycle the FFMA loop."""
-    if kind is Launch.ISSUE_CYCLE:
+    if kind is LaunchCost.ISSUE_CYCLE:
         return probe("ffma", arch)
     return stamp_probe(kind, arch)
 
@@ -314,7 +314,7 @@ def suite_probes(arch: str) -> list[ThroughputProbe]:
 def topic_probes(arch: str) -> list[Probe]:
     """Every kernel of the topic: throughput rows, bar.sync, launch stamps (module order)."""
     return [*suite_probes(arch), *(bar_probe(arch, n) for n in rows.BAR_THREADS),
-            stamp_probe(Launch.WARP, arch), stamp_probe(Launch.BLOCK, arch)]
+            stamp_probe(LaunchCost.WARP, arch), stamp_probe(LaunchCost.BLOCK, arch)]
 
 
 def module_text(arch: str, probes: list[Probe]) -> str:

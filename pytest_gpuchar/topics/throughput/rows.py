@@ -28,7 +28,7 @@ class Style(str, Enum):
 
 
 @dataclass(frozen=True)
-class Row:
+class ThroughputRow:
     """One throughput row: a PTX op chained in place, the SASS one op becomes, and its
     Many-BSP category (the functional unit that executes it)."""
     name: str                      # "fp32.fma"
@@ -90,13 +90,13 @@ def fma_op(ptx_type: str, width: int, b_kind: str) -> Template:
 
 # The Beyond3D FMA rows (seed 001): HFMA2, FFMA, DFMA.
 FMA_ROWS = [
-    Row("hfma2", "16-bit floating-point fma (half2)", "SPs", fma_op("f16x2", 32, "neg2.f16x2"),
+    ThroughputRow("hfma2", "16-bit floating-point fma (half2)", "SPs", fma_op("f16x2", 32, "neg2.f16x2"),
         {53: ("HFMA2|HFMA2.MMA",)}, results_per_op=2, min_arch=53,
         note="sm_80+ ptxas issues part of the HFMA2 as HFMA2.MMA (on the MMA pipe); "
              + TWO_REGISTERS),
-    Row("ffma", "32-bit floating-point fma", "SPs", fma_op("f32", 32, "neg2"), {0: ("FFMA",)},
+    ThroughputRow("ffma", "32-bit floating-point fma", "SPs", fma_op("f32", 32, "neg2"), {0: ("FFMA",)},
         note=TWO_REGISTERS),
-    Row("dfma", "64-bit floating-point fma", "DPU", fma_op("f64", 64, "neg2"), {0: ("DFMA",)},
+    ThroughputRow("dfma", "64-bit floating-point fma", "DPU", fma_op("f64", 64, "neg2"), {0: ("DFMA",)},
         note=TWO_REGISTERS),
 ]
 
@@ -105,79 +105,79 @@ FMA_ROWS = [
 # the rows above so the effect of the operand pattern on each unit is recorded every run.
 THREE_REGISTERS = "three source registers per op: x = x*b + c (b, c loaded, shared by chains)"
 OPERAND_AUDIT_ROWS = [
-    Row("hfma2.three_registers", "16-bit floating-point fma (half2)", "SPs",
+    ThroughputRow("hfma2.three_registers", "16-bit floating-point fma (half2)", "SPs",
         op("fma.rn.f16x2 {d}, {a}, {b}, {c};", 32, 32, 32, 32, kind="near1"),
         {53: ("HFMA2|HFMA2.MMA",)}, results_per_op=2, min_arch=53, note=THREE_REGISTERS),
-    Row("ffma.three_registers", "32-bit floating-point fma", "SPs",
+    ThroughputRow("ffma.three_registers", "32-bit floating-point fma", "SPs",
         op("fma.rn.f32 {d}, {a}, {b}, {c};", 32, 32, 32, 32, kind="near1"), {0: ("FFMA",)},
         note=THREE_REGISTERS),
-    Row("dfma.three_registers", "64-bit floating-point fma", "DPU",
+    ThroughputRow("dfma.three_registers", "64-bit floating-point fma", "DPU",
         op("fma.rn.f64 {d}, {a}, {b}, {c};", 64, 64, 64, 64, kind="near1"), {0: ("DFMA",)},
         note=THREE_REGISTERS),
 ]
 
 # Many-BSP Tables 1-2..1-4 categories, one representative PTX op each (the op in `name`).
 UNIT_ROWS = [
-    Row("fp32.add", "32-bit floating-point add", "SPs",
+    ThroughputRow("fp32.add", "32-bit floating-point add", "SPs",
         op("add.rn.f32 {d}, {a}, {b};", 32, 32, 32, kind="near1"), {0: ("FADD",)}),
-    Row("fp32.mul", "32-bit floating-point multiply", "SPs",
+    ThroughputRow("fp32.mul", "32-bit floating-point multiply", "SPs",
         op("mul.rn.f32 {d}, {a}, {b};", 32, 32, 32, kind="near1"), {0: ("FMUL",)}),
-    Row("fp32.fma", "32-bit floating-point multiply-add", "SPs", fma_op("f32", 32, "neg2"),
+    ThroughputRow("fp32.fma", "32-bit floating-point multiply-add", "SPs", fma_op("f32", 32, "neg2"),
         {0: ("FFMA",)}, note=TWO_REGISTERS),
-    Row("int.add", "32-bit integer add", "SPs",
+    ThroughputRow("int.add", "32-bit integer add", "SPs",
         op("add.u32 {d}, {a}, {b};", 32, 32, 32), {0: (IADD,)}, style=Style.FIB),
-    Row("int.mad", "32-bit integer multiply-add", "SPs",
+    ThroughputRow("int.mad", "32-bit integer multiply-add", "SPs",
         op("mad.lo.u32 {d}, {a}, {b}, {c};", 32, 32, 32, 32),
         {0: ("XMAD", "XMAD.MRG", "XMAD.PSL.CBCC"), 70: ("IMAD",)}, style=Style.FIB,
         note="Maxwell/Pascal have no 32-bit IMAD: one mad.lo.u32 is three XMAD"),
-    Row("int.shift", "32-bit integer shift", "SPs",
+    ThroughputRow("int.shift", "32-bit integer shift", "SPs",
         op("shl.b32 {d}, {a}, {b};", 32, 32, 32, kinds={"b": "small"}),
         {0: ("SHL",), 70: ("SHF.L.U32",)}),
-    Row("int.logic", "32-bit bitwise AND, OR, XOR", "SPs",
+    ThroughputRow("int.logic", "32-bit bitwise AND, OR, XOR", "SPs",
         op("lop3.b32 {d}, {a}, {b}, {c}, 0x96;", 32, 32, 32, 32), {0: ("LOP3.LUT",)},
         style=Style.FIB, note="lop3 0x96 (a ^ b ^ c) in a two-register chain: a chain of a "
                               "two-input xor folds (seen: ptxas 13.5 removed 2 of 3 ops)"),
-    Row("int.brev", "32-bit integer bit reverse", "SPs",
+    ThroughputRow("int.brev", "32-bit integer bit reverse", "SPs",
         op("brev.b32 {d}, {a};", 32, 32), {0: ("BFE.U32.BREV",), 70: ("BREV",)}),
-    Row("int.popc", "population count", "SPs",
+    ThroughputRow("int.popc", "population count", "SPs",
         op("popc.b32 {d}, {a};", 32, 32), {0: ("POPC",)}),
-    Row("int.sad", "sum of absolute difference", "SPs",
+    ThroughputRow("int.sad", "sum of absolute difference", "SPs",
         op("sad.u32 {d}, {a}, {b}, {c};", 32, 32, 32, 32), {0: ("VABSDIFF*",)},
         lacking=((120, 121, "sm_120/sm_121 have no VABSDIFF: ptxas 13.x makes sad.u32 two "
                   "VIMNMX.U32 (max, min) and an IADD3, no unit of its own to time"),)),
-    Row("int.minmax", "compare, minimum, maximum", "SPs",
+    ThroughputRow("int.minmax", "compare, minimum, maximum", "SPs",
         op("max.s32 {d}, {a}, {b};", 32, 32, 32),
         {0: ("IMNMX*|VIMNMX*",), 70: ("ISETP.LT.AND", "SEL"), 75: ("IMNMX*|VIMNMX*",)},
         style=Style.FIB, note="sm_70 (ptxas 12.4): max.s32 is ISETP + SEL"),
-    Row("cvt.f32_f64", "type conversions from and to 64-bit types", "SPs",
+    ThroughputRow("cvt.f32_f64", "type conversions from and to 64-bit types", "SPs",
         op("cvt.rn.f32.f64 {d}, {a};", 32, 64, kind="float"),
         {0: ("F2F.F32.F64", "F2F.F64.F32")}, style=Style.ROUNDTRIP_F64, results_per_op=2,
         note="one op = cvt.rn.f32.f64 + cvt.f64.f32 (a chain needs both directions): "
              "two 64-bit conversions per op"),
-    Row("fp64.add", "64-bit floating-point add", "DPU",
+    ThroughputRow("fp64.add", "64-bit floating-point add", "DPU",
         op("add.rn.f64 {d}, {a}, {b};", 64, 64, 64, kind="near1"), {0: ("DADD",)}),
-    Row("fp64.fma", "64-bit floating-point multiply-add", "DPU", fma_op("f64", 64, "neg2"),
+    ThroughputRow("fp64.fma", "64-bit floating-point multiply-add", "DPU", fma_op("f64", 64, "neg2"),
         {0: ("DFMA",)}, note=TWO_REGISTERS),
-    Row("sfu.rsqrt", "SFU: reciprocal square root", "SFU",
+    ThroughputRow("sfu.rsqrt", "SFU: reciprocal square root", "SFU",
         op("rsqrt.approx.ftz.f32 {d}, {a};", 32, 32, kind="float"), {0: ("MUFU.RSQ",)},
         note="rsqrt, not rcp: an even-length rcp.approx chain is the identity and is removed "
              "by ptxas (seen: the whole loop eliminated)"),
-    Row("sfu.sqrt", "SFU: square root", "SFU",
+    ThroughputRow("sfu.sqrt", "SFU: square root", "SFU",
         op("sqrt.approx.ftz.f32 {d}, {a};", 32, 32, kind="float"),
         {0: ("MUFU.RSQ",), 52: ("MUFU.SQRT",)},
         note="sm_50 has no MUFU.SQRT: ptxas computes sqrt(sqrt(x)) as rsqrt(rsqrt(x)), one "
              "MUFU.RSQ per PTX sqrt"),
-    Row("sfu.lg2", "SFU: base-2 logarithm", "SFU",
+    ThroughputRow("sfu.lg2", "SFU: base-2 logarithm", "SFU",
         op("lg2.approx.ftz.f32 {d}, {a};", 32, 32, kind="float"), {0: ("MUFU.LG2",)}),
-    Row("sfu.ex2", "SFU: base-2 exponential", "SFU",
+    ThroughputRow("sfu.ex2", "SFU: base-2 exponential", "SFU",
         op("ex2.approx.ftz.f32 {d}, {a};", 32, 32, kind="unit"),
         {0: ("RRO.EX2", "MUFU.EX2"), 70: ("MUFU.EX2",)},
         note="Maxwell/Pascal: range reduction RRO.EX2 before every MUFU.EX2"),
-    Row("sfu.sin", "SFU: sine", "SFU",
+    ThroughputRow("sfu.sin", "SFU: sine", "SFU",
         op("sin.approx.ftz.f32 {d}, {a};", 32, 32, kind="unit"),
         {0: ("RRO.SINCOS", "MUFU.SIN"), 70: (MUFU_FMUL, "MUFU.SIN")},
         note="range reduction (RRO / FMUL.RZ) precedes every MUFU.SIN"),
-    Row("ldst.lds", "LDST: load from shared memory", "LDST",
+    ThroughputRow("ldst.lds", "LDST: load from shared memory", "LDST",
         op("ld.volatile.shared.u32 {d}, [{a}];", 32, 32), {0: ("LDS*",)}, style=Style.LDS,
         note="ld.volatile.shared of a per-lane word (conflict-free): volatile so no load "
              "is merged or hoisted", shared=True),
@@ -186,21 +186,21 @@ UNIT_ROWS = [
 ROWS = {r.name: r for r in FMA_ROWS + OPERAND_AUDIT_ROWS + UNIT_ROWS}
 
 # Many-BSP Tables 1-5..1-7: bar.sync overhead of a whole block.
-BAR_ROW = Row("bar.sync", "bar.sync overhead (whole block)", "MI",
+BAR_ROW = ThroughputRow("bar.sync", "bar.sync overhead (whole block)", "MI",
               op("bar.sync 0;", 32, 32),
               {0: ("BAR.SYNC", "MEMBAR.CTA"), 70: ("BAR.SYNC|BAR.SYNC.DEFER_BLOCKING",)},
               style=Style.BAR, note="Maxwell/Pascal (ptxas 12.4): bar.sync is BAR.SYNC + "
                                     "MEMBAR.CTA (+ NOP padding)")
 
 
-class Launch(str, Enum):
+class LaunchCost(str, Enum):
     """Many-BSP Table 1-8's launch parameters."""
     WARP = "warp"                  # warp_lnch_ovh
     BLOCK = "block"                # block_lnch_ovh
     ISSUE_CYCLE = "issue_cycle"    # issue_cycle (from the throughput rows)
 
 
-LAUNCH_ROWS = tuple(Launch)
+LAUNCH_ROWS = tuple(LaunchCost)
 
 
 # --- documented peaks ----------------------------------------------------------------------

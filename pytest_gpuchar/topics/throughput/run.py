@@ -26,7 +26,7 @@ from ...core.topic import Checked, Context
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BAR_UNROLL, BLOCK, BLOCKS_PER_SM, REC_WORDS, STAMP_WORDS, ThroughputProbe
-from .rows import Launch, Row
+from .rows import LaunchCost, ThroughputRow
 from .verify import LoopVerdict
 
 
@@ -44,24 +44,24 @@ METHOD_BAR = ("one block of {nt} threads per SM, loop of {u} bar.sync 0 per iter
               "block max(end) - min(start) of its warps' %clock64; slope over trip counts "
               "{trips} (median over blocks, median of {reps} launches after a warm-up)")
 METHOD_LAUNCH = {
-    Launch.WARP: "blocks of {w} warps, one per SM, %clock64 at each warp's entry; per block the "
+    LaunchCost.WARP: "blocks of {w} warps, one per SM, %clock64 at each warp's entry; per block the "
                  "last warp's entry minus the first's (median over blocks); the figure is that "
                  "skew for the largest block divided by its warps - 1 (median of {reps} "
                  "launches); the slope over block sizes is in the data",
-    Launch.BLOCK: "one-warp blocks made exclusive on their SM by dynamic shared memory (> half "
+    LaunchCost.BLOCK: "one-warp blocks made exclusive on their SM by dynamic shared memory (> half "
                   "the SM's), grids of {b} x SMs blocks run in turn; every SM's busy span "
                   "against the number of blocks it actually ran, least-squares slope per launch "
                   "set, median of {reps}, minus the block's own entry-to-exit cycles; "
                   "cross-checked against the median gap between consecutive blocks of one SM "
                   "(exit to next entry, within 15%)",
-    Launch.ISSUE_CYCLE: "cycles between two warp instructions of one scheduler at the fastest "
+    LaunchCost.ISSUE_CYCLE: "cycles between two warp instructions of one scheduler at the fastest "
                         "measured rate: 4 schedulers x 32 lanes / max results/clk/SM of the "
                         "single-result throughput rows measured in this session (FFMA at least)",
 }
 # tolerances for a measured (per-device) expectation entry, recorded with the figures
 TOL_FMA, TOL_UNIT, TOL_BAR = {"rel": 0.02}, {"rel": 0.03}, {"abs": 2, "rel": 0.1}
-TOL_LAUNCH = {Launch.WARP: {"abs": 0.25, "rel": 0.1}, Launch.BLOCK: {"abs": 5, "rel": 0.1},
-              Launch.ISSUE_CYCLE: {"abs": 0.05}}
+TOL_LAUNCH = {LaunchCost.WARP: {"abs": 0.25, "rel": 0.1}, LaunchCost.BLOCK: {"abs": 5, "rel": 0.1},
+              LaunchCost.ISSUE_CYCLE: {"abs": 0.05}}
 
 
 def groups(arch: str) -> list[Group]:
@@ -76,10 +76,10 @@ def snapshot(checked: Checked) -> str:
     return "".join(b.probe.snapshot_text(b.functions) for b, _ in checked)
 
 
-def launch_snapshot(kind: Launch) -> Callable[[Checked], str] | None:
+def launch_snapshot(kind: LaunchCost) -> Callable[[Checked], str] | None:
     """The launch rows' snapshot: the stamp kernel's SASS; none for the issue cycle (its
     kernel is the FFMA row's, snapshotted by the FMA table)."""
-    return None if kind is Launch.ISSUE_CYCLE else snapshot
+    return None if kind is LaunchCost.ISSUE_CYCLE else snapshot
 
 
 def repeats(session: Context) -> int:
@@ -182,17 +182,17 @@ def measure_throughput(session: Context, p: ThroughputProbe, *, reps: int,
                          rate.intercept, method, rate.rates)
 
 
-def _key(row: Row, arch: str) -> tuple:
+def _key(row: ThroughputRow, arch: str) -> tuple:
     return ("throughput", row.name, arch)
 
 
-def measured(session: Context, row: Row, arch: str) -> ThroughputRun:
+def measured(session: Context, row: ThroughputRow, arch: str) -> ThroughputRun:
     """The row's whole-GPU throughput, measured once per session (ratios reuse it)."""
     return session.runs.once(_key(row, arch), lambda: measure_throughput(
         session, kernels.row_probe(row, arch, "hardware"), reps=repeats(session)))
 
 
-def fma(session: Context, row: Row, arch: str) -> Measured:
+def fma(session: Context, row: ThroughputRow, arch: str) -> Measured:
     """Seed 001: FMA results per clock per SM, as achieved/peak, and per FFMA's."""
     m = measured(session, row, arch)
     unit = " + ".join(m.verdict.unit)
@@ -220,7 +220,7 @@ def fma(session: Context, row: Row, arch: str) -> Measured:
     return Measured(*figures, sass=m.sass())
 
 
-def operand_audit(session: Context, row: Row, arch: str) -> Measured:
+def operand_audit(session: Context, row: ThroughputRow, arch: str) -> Measured:
     """The operand-pattern audit: an FMA with three distinct source registers per op, beside
     the same unit's two-register row (the suite's figure): the share of the unit's rate the
     third register costs is recorded every run, as evidence for the figure the row reports."""
@@ -238,7 +238,7 @@ def operand_audit(session: Context, row: Row, arch: str) -> Measured:
         sass=m.sass())
 
 
-def units(session: Context, row: Row, arch: str) -> Measured:
+def units(session: Context, row: ThroughputRow, arch: str) -> Measured:
     """Seed 002 Tables 1-2..1-4: results per clock per SM of one functional-unit row."""
     m = measured(session, row, arch)
     peak = rows.peak(row.name, arch)
@@ -253,7 +253,7 @@ def units(session: Context, row: Row, arch: str) -> Measured:
               "warps_per_sm": m.warps_per_sm, "tolerance": dict(TOL_UNIT)}), sass=m.sass())
 
 
-def benchmark(bench, session: Context, row: Row, arch: str) -> None:
+def benchmark(bench, session: Context, row: ThroughputRow, arch: str) -> None:
     """pytest-benchmark: one synchronised launch of the row's kernel on every SM, timed;
     the measured rate and cycles in its extra_info (the nightly history)."""
     m = measured(session, row, arch)
@@ -325,7 +325,7 @@ def bar_sync(session: Context, threads: int, arch: str) -> Measured:
 
 # --- launch overheads ----------------------------------------------------------------------
 
-def _stamps(session: Context, kind: Launch, arch: str):
+def _stamps(session: Context, kind: LaunchCost, arch: str):
     """(probe, driver SASS, verdict, launchable function) of a launch-stamp kernel."""
     p = kernels.stamp_probe(kind, arch)
     built = _built(session, p)
@@ -335,7 +335,7 @@ def _stamps(session: Context, kind: Launch, arch: str):
 
 def measure_warp_launch(session: Context, arch: str,
                         reps: int) -> tuple[analysis.Launched, str]:
-    p, text, verdict, fn = _stamps(session, Launch.WARP, arch)
+    p, text, verdict, fn = _stamps(session, LaunchCost.WARP, arch)
     blocks = session.gpu.dev.sm_count
     out = session.runner.measure(Plan(
         p.name, {w: fn for w in WARPS}, lambda w: Geometry((blocks,), (w * 32,)),
@@ -348,7 +348,7 @@ def measure_warp_launch(session: Context, arch: str,
 
 def measure_block_launch(session: Context, arch: str,
                          reps: int) -> tuple[analysis.Launched, str]:
-    p, text, verdict, fn = _stamps(session, Launch.BLOCK, arch)
+    p, text, verdict, fn = _stamps(session, LaunchCost.BLOCK, arch)
     sms = session.gpu.dev.sm_count
     smem = session.gpu.dev.shared_per_sm // 2 + 1024      # two blocks can never share an SM
     out = session.runner.measure(Plan(
@@ -364,13 +364,13 @@ def measure_block_launch(session: Context, arch: str,
                                         seen.overlapped, data), text
 
 
-MEASURE_LAUNCH = {Launch.WARP: measure_warp_launch, Launch.BLOCK: measure_block_launch}
+MEASURE_LAUNCH = {LaunchCost.WARP: measure_warp_launch, LaunchCost.BLOCK: measure_block_launch}
 
 
-def launch(session: Context, kind: Launch, arch: str) -> Measured:
+def launch(session: Context, kind: LaunchCost, arch: str) -> Measured:
     """Seed 002 Table 1-8: warp launch overhead, block launch overhead, issue cycle. Raises
     NoFigure when the records give none."""
-    if kind is Launch.ISSUE_CYCLE:
+    if kind is LaunchCost.ISSUE_CYCLE:
         return issue_cycle(session, arch)
     reps = repeats(session)
     res, text = session.runs.once(("throughput", "launch", kind.value, arch),
@@ -402,6 +402,6 @@ def issue_cycle(session: Context, arch: str) -> Measured:
     best = max(rates, key=rates.get)
     return Measured(Measurement(
         "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles",
-        method=METHOD_LAUNCH[Launch.ISSUE_CYCLE],
+        method=METHOD_LAUNCH[LaunchCost.ISSUE_CYCLE],
         data={"fastest_row": best, "rate": rates[best], "rows_seen": len(rates),
-              "tolerance": dict(TOL_LAUNCH[Launch.ISSUE_CYCLE])}))
+              "tolerance": dict(TOL_LAUNCH[LaunchCost.ISSUE_CYCLE])}))

@@ -165,7 +165,7 @@ STREAM_ARITH = ("IMAD*", "IADD3*", "LOP3*", "SHF*", "LEA*", "IMAD.WIDE*", "VIADD
                 "IADD3.X", "LEA.HI*", "ISETP*", "UIADD3*", "UMOV", "ULDC*", "LDCU*", "S2R", "SEL", "LDC*")
 
 
-class StreamProbe(LoadProbe):
+class StreamLoadProbe(LoadProbe):
     """The streaming loop: exactly STREAM_UNROLL 16-byte loads per trip, the rest address
     arithmetic, the XORs and loop control (no other memory access)."""
 
@@ -211,7 +211,7 @@ def probes(arch: str) -> dict[Load, LoadProbe]:
         Load.WGMMA: WgmmaLoadProbe("clock_load/wgmma", t, "\n" + wgmma_kernel(),
                                    {1: "clk_wgmma"}, {1: 1}, unit=(WGMMA_ROW.sass,),
                                    guarded=False, load=Load.WGMMA),
-        Load.HBM: StreamProbe("clock_load/hbm", t, "\n" + stream_kernel(STREAM_WORDS16),
+        Load.HBM: StreamLoadProbe("clock_load/hbm", t, "\n" + stream_kernel(STREAM_WORDS16),
                               {STREAM_UNROLL: "clk_hbm"}, {STREAM_UNROLL: STREAM_UNROLL},
                               unit=("LDG.E.128",), guarded=False, load=Load.HBM),
     }
@@ -224,7 +224,7 @@ def module_text(part: list[Probe]) -> str:
 # --- the windows --------------------------------------------------------------------------
 
 @dataclass
-class Window:
+class ClockWindow:
     """One launch of a load."""
     mhz: float                  # clock64 cycles over globaltimer ns (median over warps)
     wall_ns: float              # max globaltimer after - min before over all warps
@@ -233,7 +233,7 @@ class Window:
     warps_per_sm: list
 
 
-def window(rec: np.ndarray) -> Window:
+def window(rec: np.ndarray) -> ClockWindow:
     """rec: (warps, REC_WORDS) [clock before, after, globaltimer before, after, smid]."""
     r = rec.astype(np.int64)
     dc, dg = r[:, 1] - r[:, 0], r[:, 3] - r[:, 2]
@@ -243,7 +243,7 @@ def window(rec: np.ndarray) -> Window:
         s = spans.setdefault(sm, [c0, c1])
         s[0], s[1] = min(s[0], c0), max(s[1], c1)
         warps[sm] = warps.get(sm, 0) + 1
-    return Window(mhz, float(r[:, 3].max() - r[:, 2].min()),
+    return ClockWindow(mhz, float(r[:, 3].max() - r[:, 2].min()),
                   float(statistics.median(b - a for a, b in spans.values())), len(spans),
                   sorted(set(warps.values())))
 
@@ -251,11 +251,11 @@ def window(rec: np.ndarray) -> Window:
 @dataclass
 class LoadSummary:
     load: Load
-    windows: list[Window]
+    windows: list[ClockWindow]
     work_per_sm: float          # per window (FLOP or bytes)
     work_total: float           # per window, whole GPU
 
-    def sustained(self) -> list[Window]:
+    def sustained(self) -> list[ClockWindow]:
         """The second half of the windows (the clock after the load has settled)."""
         return self.windows[len(self.windows) // 2:]
 

@@ -58,7 +58,7 @@ def sass_per_op(in_type: str) -> tuple[tuple[str, int], ...]:
 
 
 @dataclass(frozen=True)
-class EmulatedRow:
+class EmulationRow:
     in_type: str = "e4m3"
     sweep_warps = WARPS
     work = FLOP                   # FLOP of one op (the throughput figure's unit)
@@ -84,7 +84,7 @@ class EmulatedRow:
         return f"tensor.fp8_emulated.{self.name}"
 
 
-ROWS = [EmulatedRow("e4m3"), EmulatedRow("e5m2")]
+ROWS = [EmulationRow("e4m3"), EmulationRow("e5m2")]
 
 
 def require(arch: str, prefix: str = "") -> None:
@@ -97,7 +97,7 @@ def _reglist(regs: list[str]) -> str:
     return "{" + ", ".join(regs) + "}"
 
 
-def kernel(r: EmulatedRow, ilp: int) -> tuple[str, str, Registers, int]:
+def kernel(r: EmulationRow, ilp: int) -> tuple[str, str, Registers, int]:
     """(PTX, entry, registers and input slots, result words) of the probe at one ILP."""
     regs = Registers()
     accs = [[regs.load(32, "f32") for _ in range(4)] for _ in range(ilp)]
@@ -142,7 +142,7 @@ class EmulationProbe(TensorProbe):
                 f"loop of {self.steps} ops x ILP {self.ilp}\n")
 
 
-def probe(r: EmulatedRow, ilp: int, arch: str = ARCH) -> EmulationProbe:
+def probe(r: EmulationRow, ilp: int, arch: str = ARCH) -> EmulationProbe:
     require(arch)
     text, entry, regs, n_res = kernel(r, ilp)
     per_op = sass_per_op(r.in_type)

@@ -42,7 +42,7 @@ def groups(arch: str) -> list[Group]:
     return [Group("fp8_emulated", fe.ARCH, ps, text=fe.module_text)] if ps else []
 
 
-def static_probe(r: fe.EmulatedRow, arch: str) -> fe.EmulationProbe:
+def static_probe(r: fe.EmulationRow, arch: str) -> fe.EmulationProbe:
     fe.require(arch, "static: ")
     return fe.probe(r, 1, arch)
 
@@ -66,7 +66,7 @@ class EmulationRun:
     skipped: dict = field(default_factory=dict)
 
 
-def run_row(session: Context, r: fe.EmulatedRow, arch: str) -> EmulationRun:
+def run_row(session: Context, r: fe.EmulationRow, arch: str) -> EmulationRun:
     fe.require(arch, "hardware: ")
 
     def make() -> EmulationRun:
@@ -94,7 +94,7 @@ def _figure(key, value, spread, why, unit, method, data) -> Measurement:
                                 data=data)
 
 
-def figures(session: Context, r: fe.EmulatedRow, arch: str) -> Measured:
+def figures(session: Context, r: fe.EmulationRow, arch: str) -> Measured:
     run = run_row(session, r, arch)
     sass = " + ".join(f"{v:g} x {k}" for k, v in run.unit.items())
     method = METHOD.format(instr=r.instruction, sass=sass, steps=fe.STEPS, reps=REPEATS)

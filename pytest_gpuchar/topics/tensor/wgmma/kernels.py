@@ -46,7 +46,7 @@ def require_wgmma(arch: str) -> None:
 # --- shared memory and descriptors ----------------------------------------------------------
 
 @dataclass(frozen=True)
-class Layout:
+class SmemLayout:
     """Where A and B lie in the shared buffer and what their descriptors encode."""
     a_bytes: int
     b_offset: int
@@ -60,7 +60,7 @@ class Layout:
         return (self.mode << 62) | ((sbo >> 4) << 32) | (self.lbo << 16)
 
 
-def layout(r: DepthRow) -> Layout:
+def layout(r: DepthRow) -> SmemLayout:
     """K-major A (64 rows) and B (N rows). No swizzle: 8x16-byte core matrices stored whole,
     the next one along K at LBO = 128 B, the next 8 rows at SBO. Swizzled (W = 32/64/128 B):
     rows W bytes apart, 8-row atoms at SBO = 8 W, LBO unused (encoded 1: "assumed 1", PTX ISA
@@ -75,7 +75,7 @@ def layout(r: DepthRow) -> Layout:
         a_sbo, b_sbo = (r.a_k_bytes // 16) * 128, (r.b_k_bytes // 16) * 128
         a_bytes, b_bytes, lbo = 64 * r.a_k_bytes, r.n * r.b_k_bytes, 128 >> 4
     b_offset = -(-a_bytes // 1024) * 1024
-    return Layout(a_bytes, b_offset, -(-(b_offset + b_bytes) // 1024) * 1024 + 1024,
+    return SmemLayout(a_bytes, b_offset, -(-(b_offset + b_bytes) // 1024) * 1024 + 1024,
                   a_sbo, b_sbo, lbo, SWIZZLES[r.swizzle])
 
 

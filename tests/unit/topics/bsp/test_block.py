@@ -81,7 +81,7 @@ def test_l1_hits_and_n_ma():
     assert block.access_table(ACCESS[App.MM]) == {36: 1, 41: 1, 155: 1}
 
 
-def knn_from_report(key: str) -> block.Derived:
+def knn_from_report(key: str) -> block.DerivedBlock:
     """Steps 3-4 (ours) on the report's own Table x-1 of KNN (its PTX as printed)."""
     body = ptxparse.parse([t.replace("BB0_2", "$BODY_END") for t, *_ in KNN_PTX])
     ex = BY_KEY[key]

@@ -61,7 +61,7 @@ def test_values_session_first_then_device_then_arch():
     mine = [{"key": "latency.add.u32", "arch": "sm_90", "value": 5.0, "status": "measured"},
             {"key": "latency.add.f32", "arch": "sm_90", "value": 9.0, "status": "unstable"}]
     v = params.Values("sm_90", mine, exp, H200)
-    assert v.get("latency.add.u32") == params.Value("latency.add.u32", 5.0, "", "this session")
+    assert v.get("latency.add.u32") == params.ParamValue("latency.add.u32", 5.0, "", "this session")
     assert v("latency.add.f32") == 4      # this session's unstable figure is not used
 
 

@@ -20,7 +20,7 @@ def test_probe_names_and_units():
     assert rows.sass_unit("ca", "sm_61") == ("LDG.E.64",)
     loop = kernels.chase_probe("shared_ld", "sm_90", "loop")
     assert set(loop.entries.values()) == {loop.entries[32]} and loop.ops[128] == 128
-    assert isinstance(loop, kernels.LoopProbe) and loop.intent(32).count == 1
+    assert isinstance(loop, kernels.ChaseLoopProbe) and loop.intent(32).count == 1
     assert loop.unit == rows.sass_unit("shared_ld", "sm_90") + kernels.LOOP_UNIT
     with pytest.raises(ValueError, match="chain or loop"):
         kernels.chase_probe("ca", "sm_90", "tree")

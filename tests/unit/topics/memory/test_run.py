@@ -13,7 +13,7 @@ from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.results.judge import Measured
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.memory import analysis, kernels, rows, run
-from pytest_gpuchar.topics.memory.chains import ChainError
+from pytest_gpuchar.core.runner import ChainError
 from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, chain_words, staircase_places
 
 ARCH = "sm_90"
@@ -44,7 +44,7 @@ def _run(probe, per_op: float, ops=None, reps: int = 7) -> ChaseRun:
     return ChaseRun(probe, cycles, ops, 4096, 32, sum(ops.values()) * (reps + 1), [3])
 
 
-def _chase(s, level: rows.Level, chain: float, loop: float) -> None:
+def _chase(s, level: rows.LevelRow, chain: float, loop: float) -> None:
     c = kernels.chase_probe(level.flavour, ARCH, "chain")
     lp = kernels.chase_probe(level.flavour, ARCH, "loop")
     s.runs.once(("memory", "chain", level.key), lambda: _run(c, chain))

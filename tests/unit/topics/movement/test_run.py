@@ -23,7 +23,8 @@ from pytest_gpuchar.topics.movement import bandwidth, rows, run, transfer
 from pytest_gpuchar.topics.movement.layouts import TENSOR2D_WIDTH
 from pytest_gpuchar.topics.movement.rows import DSM_STREAM, STREAMS, TMA_STAGE, Level, Mechanism
 from pytest_gpuchar.topics.movement import state as st
-from pytest_gpuchar.topics.movement.state import ChainError, passes
+from pytest_gpuchar.core.runner import ChainError
+from pytest_gpuchar.topics.movement.state import passes
 
 ARCH = "sm_90"
 SMS = 8

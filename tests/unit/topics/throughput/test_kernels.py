@@ -6,7 +6,7 @@ import pytest
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.topics.throughput import kernels, rows, run
 from pytest_gpuchar.topics.throughput.kernels import EntryStampProbe, ThroughputProbe
-from pytest_gpuchar.topics.throughput.rows import Launch
+from pytest_gpuchar.topics.throughput.rows import LaunchCost
 
 
 def test_kernel_ptx_shape():
@@ -60,13 +60,13 @@ def test_bar_probe_has_one_kernel_per_block_size():
 
 
 def test_launch_probes():
-    warp, block = (kernels.launch_probe(k, "sm_90") for k in (Launch.WARP, Launch.BLOCK))
+    warp, block = (kernels.launch_probe(k, "sm_90") for k in (LaunchCost.WARP, LaunchCost.BLOCK))
     assert isinstance(warp, EntryStampProbe) and warp.entries == {0: kernels.WARP_ENTRY}
     assert "mov.u64 %t1, %t0;" in warp.kernels          # entry stamp only
     assert block.kernels.count("%clock64;") == 2          # entry and exit stamps
-    assert kernels.launch_probe(Launch.ISSUE_CYCLE, "sm_90").entry == "tp_ffma"
-    assert run.launch_snapshot(Launch.ISSUE_CYCLE) is None
-    assert run.launch_snapshot(Launch.WARP) is run.snapshot
+    assert kernels.launch_probe(LaunchCost.ISSUE_CYCLE, "sm_90").entry == "tp_ffma"
+    assert run.launch_snapshot(LaunchCost.ISSUE_CYCLE) is None
+    assert run.launch_snapshot(LaunchCost.WARP) is run.snapshot
 
 
 def test_topic_module_holds_every_kernel():

@@ -12,7 +12,7 @@ from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.results.judge import NoFigure, Status
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.throughput import analysis, kernels, rows, run
-from pytest_gpuchar.topics.throughput.rows import Launch
+from pytest_gpuchar.topics.throughput.rows import LaunchCost
 from pytest_gpuchar.topics.throughput.verify import LoopVerdict
 
 SASS = """
@@ -77,7 +77,7 @@ def test_issue_cycle_takes_the_fastest_stable_single_result_row():
     _placed(s, rows.ROWS["int.add"], "sm_90", 127.0, unstable=True)   # not counted
     _placed(s, rows.ROWS["fp32.add"], "sm_90", 128.0)
     _placed(s, rows.ROWS["hfma2"], "sm_90", 250.0)                     # 2 results per op
-    (f,) = run.launch(s, Launch.ISSUE_CYCLE, "sm_90").figures
+    (f,) = run.launch(s, LaunchCost.ISSUE_CYCLE, "sm_90").figures
     assert f.value == 1.0 and f.key == "throughput.launch.issue_cycle"
     assert f.data == {"fastest_row": "fp32.add", "rate": 128.0, "rows_seen": 2,
                       "tolerance": {"abs": 0.05}}
@@ -88,7 +88,7 @@ def test_launch_figure_and_no_figure():
     key = ("throughput", "launch", "warp", "sm_90")
     s.runs.once(key, lambda: (analysis.Launched(2.0, 0.1, False, "", {
         "skew_cycles": {2: 15.0}, "setup": ["LDC"]}), "sass text"))
-    m = run.launch(s, Launch.WARP, "sm_90")
+    m = run.launch(s, LaunchCost.WARP, "sm_90")
     (f,) = m.figures
     assert (f.key, f.value, f.unit, m.sass) == ("throughput.launch.warp", 2.0, "cycles",
                                                 "sass text")
@@ -98,7 +98,7 @@ def test_launch_figure_and_no_figure():
     s.runs.once(("throughput", "launch", "block", "sm_90"), lambda: (analysis.Launched(
         math.nan, 0.0, True, "blocks of one SM overlapped", {"gap_count": 3}), "sass"))
     with pytest.raises(NoFigure, match="probe invalid: launch/block: blocks of one SM") as e:
-        run.launch(s, Launch.BLOCK, "sm_90")
+        run.launch(s, LaunchCost.BLOCK, "sm_90")
     [r] = e.value.notes
     assert r.status == Status.INVALID and r.key == "throughput.launch.block"
     assert r.data == {"gap_count": "3"}

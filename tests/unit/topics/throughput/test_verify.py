@@ -7,7 +7,7 @@ import pytest
 from pytest_gpuchar.core import loop, sass
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.topics.throughput import kernels
-from pytest_gpuchar.topics.throughput.rows import Launch
+from pytest_gpuchar.topics.throughput.rows import LaunchCost
 
 LOOP = """
 //--------------------- .text.tp_ffma --------------------------
@@ -104,20 +104,20 @@ def _stamp(first: str):
 
 
 def test_entry_stamp_accepts_setup_before_the_clock():
-    p = kernels.stamp_probe(Launch.WARP, "sm_90")
+    p = kernels.stamp_probe(LaunchCost.WARP, "sm_90")
     v = p.check({kernels.WARP_ENTRY: _stamp("ULDC.64 UR4, c[0x0][0x208] ;")})
     assert v.setup == ["LDC", "ULDC.64"]
 
 
 def test_entry_stamp_rejects_work_before_the_clock():
-    p = kernels.stamp_probe(Launch.WARP, "sm_90")
+    p = kernels.stamp_probe(LaunchCost.WARP, "sm_90")
     with pytest.raises(ProbeInvalid, match=r"launch/warp: instructions before the entry clock "
                                            r"read that are not setup: \['LDG.E'\]"):
         p.check({kernels.WARP_ENTRY: _stamp("LDG.E R6, desc[UR4][R2.64] ;")})
 
 
 def test_entry_stamp_needs_a_clock_read():
-    p = kernels.stamp_probe(Launch.BLOCK, "sm_90")
+    p = kernels.stamp_probe(LaunchCost.BLOCK, "sm_90")
     f = sass.parse(STAMP.format(first="NOP ;").replace("CS2R R2, SR_CLOCKLO", "NOP")
                    .replace("gpuchar_warp_launch", kernels.BLOCK_ENTRY))[kernels.BLOCK_ENTRY]
     with pytest.raises(ProbeInvalid, match="launch/block: no %clock64 read"):
