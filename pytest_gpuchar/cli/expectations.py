@@ -117,7 +117,8 @@ def _fleet(store: Store, args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The command's arguments: check, update, noise, fleet, generations."""
     ap = argparse.ArgumentParser(
         prog="gpuchar-expectations",
         description="Check expectation files, or (re)generate an arch's values from a measured "
@@ -171,7 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--prefix", action="append", default=[],
                    help="only characteristics whose key starts with this (repeatable)")
     g.add_argument("-o", "--output", type=Path, help="write to this file (default: stdout)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)
     if args.cmd == "check":
         return _check(store, args.files)

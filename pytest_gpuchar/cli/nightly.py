@@ -400,6 +400,29 @@ def selected_tonight(previous: list[dict] | None, junit: Path,
     return [r for r in previous if case(str(r.get("test", ""))) in cases]
 
 
+def _suite(args, out: Path, report_dir: Path, env: dict):
+    """Tonight's suite run (its output in pytest.log): (its command, the process)."""
+    # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
+    # history would record the run before the comparison reads the previous one)
+    cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
+           "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
+           "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
+           *(["-m", "static"] if args.static_only else []), *args.pytest_args]
+    with open(out / "pytest.log", "w") as log:
+        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return cmd, proc
+
+
+def _report(results_path: Path) -> dict:
+    """Tonight's report ({} when the run wrote none, or a broken one)."""
+    if results_path.exists():
+        try:
+            return json.loads(results_path.read_text())
+        except json.JSONDecodeError:
+            return {}
+    return {}
+
+
 def run(args) -> int:
     if args.previous and not Path(args.previous).exists():
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
@@ -413,23 +436,10 @@ def run(args) -> int:
     env["CUDA_CACHE_DISABLE"] = "1"
     started = time.time()
     before = clock_snapshot(env)
-    # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
-    # history would record the run before the comparison reads the previous one)
-    cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
-           "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
-           "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
-           *(["-m", "static"] if args.static_only else []), *args.pytest_args]
-    with open(out / "pytest.log", "w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    cmd, proc = _suite(args, out, report_dir, env)
     after = clock_snapshot(env)
     wall = round(time.time() - started, 1)
-    results_path = report_dir / "gpuchar-results.json"
-    current = {}
-    if results_path.exists():
-        try:
-            current = json.loads(results_path.read_text())
-        except json.JSONDecodeError:
-            current = {}
+    current = _report(report_dir / "gpuchar-results.json")
     results = current.get("results", [])
     try:
         refs = references(args, before, results)

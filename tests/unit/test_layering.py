@@ -141,3 +141,37 @@ def test_no_topic_imports_another_topic():
             if layer(t) == "topics" and len(tp) >= 4 and tp[2] != parts[2]:
                 bad.append(f"{m} -> {t}")
     assert bad == []
+
+
+def test_no_class_name_is_defined_twice_in_the_core_and_the_topics():
+    """A class name means one thing across the core and the topics (a reader of a traceback
+    or a test never has to ask which Rate, Level or Layout)."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        mod = _module_name(path)
+        if layer(mod) not in ("core", "topics"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ClassDef):
+                seen.setdefault(node.name, []).append(mod)
+    assert {n: ms for n, ms in seen.items() if len(ms) > 1} == {}
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_module_over_600_lines_and_no_function_over_80():
+    """The house rule: modules of at most ~600 lines, functions of at most ~80."""
+    long_modules, long_functions = [], []
+    for path in sorted(PKG.rglob("*.py")):
+        text = path.read_text()
+        rel = str(path.relative_to(PKG.parent))
+        if text.count("\n") > MAX_MODULE_LINES:
+            long_modules.append(f"{rel}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text, str(path))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
+    assert (long_modules, long_functions) == ([], [])

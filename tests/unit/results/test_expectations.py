@@ -612,7 +612,8 @@ def test_cli_update_that_writes_nothing_says_why(tmp_path, capsys, results, args
 
 def test_an_oversized_file_is_refused_before_parsing(tmp_path, monkeypatch):
     path = write(tmp_path, GOOD)
-    monkeypatch.setattr(E, "MAX_FILE_BYTES", 10)
+    from pytest_gpuchar.results import schema
+    monkeypatch.setattr(schema, "MAX_FILE_BYTES", 10)
     with pytest.raises(ExpectationError, match=r"sm_80.yaml:0: \(file\): .* MiB limit"):
         E.load_file(path)
 

@@ -1,0 +1,417 @@
+"""The expectation files' schema: the entry types (Expected, Unmeasurable, ArchExpectations),
+the fields a file, an entry, a fleet rule, a literature value and a declared noise may hold,
+and their validation with file:line:key errors (``parse``, ``load_file``). Only safe YAML
+loading is used; the files' layout, their merging, lookup and regeneration are
+results/expectations.py."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..core import archs
+from ..core.topic import expectation_topics
+from .literature import Literature, LiteratureError, from_mapping
+
+SCHEMA_VERSION = 1
+# Topic directories under ROOT (the topics with files of their own, core.topic.TOPICS); a key
+# "memory.latency.l1" lives in memory/<arch>.yaml.
+TOPICS = expectation_topics()
+TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
+            "devices", "provenance", "unmeasurable"}
+UNMEASURABLE_KEYS = {"reason", "sass", "source", "compiler"}
+ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
+              "provenance", "status", "noise", "literature"}
+NOISE_KEYS = {"rel", "source", "boards"}
+NOISE_MAX = 0.5            # a declared run-to-run noise above 50% is a typo, not a figure
+UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
+         "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
+         "ops/clk", "B/clk", "GB/s", "bits", "percent"}
+
+
+class ExpectationError(ValueError):
+    """A malformed expectation file: the message starts with file:line: and names the key."""
+
+
+@dataclass(frozen=True)
+class Expected:
+    key: str
+    unit: str
+    value: float | None = None
+    range: tuple[float, float] | None = None
+    one_of: tuple[float, ...] | None = None
+    abs_tol: float = 0.0
+    rel_tol: float = 0.0
+    source: str = ""
+    method: str = ""
+    note: str = ""
+    origin: str = ""          # file:line the entry came from
+    # the figure's declared run-to-run noise (relative) and where it was measured: moves
+    # within it between two runs of one board are notes in the nightly, not changes
+    noise_rel: float = 0.0
+    noise_source: str = ""
+    # a board-dependent figure: how many boards of the model its range spans
+    # (provenance.boards) and the rule that made the range from them (provenance.fleet.rule)
+    boards: int = 0
+    fleet_rule: str = ""
+    # published figures for the same characteristic (shown beside the result, never judged)
+    literature: tuple[Literature, ...] = ()
+
+    @property
+    def numeric(self) -> bool:
+        return self.value is not None or self.range is not None or self.one_of is not None
+
+    def allowance(self, ref: float) -> float:
+        return max(self.abs_tol, self.rel_tol * abs(ref))
+
+    def check(self, measured: float) -> bool:
+        if measured is None or not math.isfinite(measured):
+            return False   # NaN/Inf never passes as "within tolerance"
+        if self.range is not None:
+            lo, hi = self.range
+            return lo - self.allowance(lo) <= measured <= hi + self.allowance(hi)
+        if self.one_of is not None:
+            return any(abs(measured - v) <= self.allowance(v) for v in self.one_of)
+        if self.value is not None:
+            return abs(measured - self.value) <= self.allowance(self.value)
+        return True
+
+    def describe(self) -> str:
+        tol = []
+        if self.abs_tol:
+            tol.append(f"±{self.abs_tol:g}")
+        if self.rel_tol:
+            tol.append(f"±{self.rel_tol:.0%}")
+        t = f" ({' or '.join(tol)})" if tol else ""
+        if self.range is not None:
+            over = f" over {self.boards} boards" if self.boards > 1 else ""
+            return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}{over}"
+        if self.one_of is not None:
+            return f"one of {', '.join(f'{v:g}' for v in self.one_of)} {self.unit}{t}"
+        if self.value is not None:
+            return f"{self.value:g} {self.unit}{t}"
+        return f"(no numeric value: {self.note or 'see source'})"
+
+    def deviation(self, measured: float) -> float | None:
+        ref = self.value
+        if ref is None and self.range is not None:
+            lo, hi = self.range
+            ref = lo if measured < lo else hi if measured > hi else measured
+        if ref is None and self.one_of is not None:
+            ref = min(self.one_of, key=lambda v: abs(v - measured))
+        return None if ref is None else measured - ref
+
+
+@dataclass(frozen=True)
+class Unmeasurable:
+    """A probe that cannot be made valid with today's compilers, declared with the SASS fact
+    that prevents it: `sass` is a regular expression its "probe invalid" verdict (message and
+    listing) must match on every run, so a compiler that stops doing it is noticed."""
+    probe: str
+    reason: str
+    sass: str
+    source: str = ""
+    origin: str = ""
+    compiler: str = ""       # regex on the compiler's tag ("jit-driver-", "ptxas-13"): "" = any
+
+    def explains(self, verdict: str) -> bool:
+        return re.search(self.sass, verdict) is not None
+
+    def applies(self, compiler: str) -> bool:
+        """Does the declaration speak of SASS made by this compiler (its snapshot tag)?"""
+        return not self.compiler or re.search(self.compiler, compiler) is not None
+
+
+@dataclass
+class ArchExpectations:
+    arch: str
+    path: Path
+    characteristics: dict[str, Expected]
+    mappings: dict[str, dict[str, Any]]
+    devices: dict[str, dict[str, Expected]]
+    sources: dict[str, str]
+    raw: dict = field(repr=False, default_factory=dict)
+    unmeasurable: dict[str, Unmeasurable] = field(default_factory=dict)
+
+    def get(self, key: str, device: str | None = None) -> Expected | None:
+        if device and device in self.devices and key in self.devices[device]:
+            return self.devices[device][key]
+        return self.characteristics.get(key)
+
+
+# --- loading with line numbers -----------------------------------------------------------
+
+def _err(path: Path, node, key: str, msg: str) -> ExpectationError:
+    line = node.start_mark.line + 1 if node is not None else 0
+    return ExpectationError(f"{path}:{line}: {key}: {msg}")
+
+
+def _mapping_items(path: Path, node, key: str):
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, key, "expected a mapping")
+    seen = set()
+    for k, v in node.value:
+        if not isinstance(k, yaml.ScalarNode):
+            raise _err(path, k, key, "keys must be plain strings")
+        if k.value in seen:
+            raise _err(path, k, f"{key}.{k.value}" if key else k.value, "duplicate key")
+        seen.add(k.value)
+        yield k.value, k, v
+
+
+def _fields(path: Path, node, key: str, allowed: set[str], what: str = "field") -> dict:
+    """A mapping's fields (name -> (key node, value node)); a name not in `allowed` is an
+    error naming it and the allowed ones."""
+    fields = {k: (kn, v) for k, kn, v in _mapping_items(path, node, key)}
+    for k, (kn, _) in fields.items():
+        if k not in allowed:
+            raise _err(path, kn, f"{key}.{k}",
+                       f"unknown {what}; allowed: {', '.join(sorted(allowed))}")
+    return fields
+
+
+def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
+    val = _construct(node)
+    if val is None and allow_null:
+        return None
+    if isinstance(val, bool) or not isinstance(val, (int, float)):
+        raise _err(path, node, key, f"expected a number, got {val!r}")
+    if not math.isfinite(val):
+        raise _err(path, node, key, f"expected a finite number, got {val!r}")
+    return float(val)
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+
+
+def _construct(node):
+    """The Python value of a YAML node (safe types only)."""
+    try:
+        return _CONSTRUCTOR.construct_object(node, deep=True)
+    finally:
+        _CONSTRUCTOR.constructed_objects.clear()
+        _CONSTRUCTOR.recursive_objects.clear()
+
+
+def _entry(path: Path, key: str, node, key_node=None) -> Expected:
+    fields = _fields(path, node, key, ENTRY_KEYS)
+    at = key_node if key_node is not None else node   # "missing ..." errors point at the key
+    if "unit" not in fields:
+        raise _err(path, at, key, "missing 'unit'")
+    unit = _construct(fields["unit"][1])
+    if unit not in UNITS:
+        raise _err(path, fields["unit"][1], f"{key}.unit",
+                   f"unknown unit {unit!r}; one of {', '.join(sorted(UNITS))}")
+    given = [k for k in ("value", "range", "one_of") if k in fields]
+    if not given:
+        raise _err(path, at, key, "missing 'value' (or 'range' / 'one_of')")
+    if len(given) > 1:
+        raise _err(path, at, key, f"give only one of value/range/one_of, not {given}")
+    value = rng = one_of = None
+    if "value" in fields:
+        value = _number(path, fields["value"][1], f"{key}.value", allow_null=True)
+    if "range" in fields:
+        n = fields["range"][1]
+        if not isinstance(n, yaml.SequenceNode) or len(n.value) != 2:
+            raise _err(path, n, f"{key}.range", "expected [low, high]")
+        lo, hi = (_number(path, x, f"{key}.range") for x in n.value)
+        if lo > hi:
+            raise _err(path, n, f"{key}.range", f"low {lo:g} > high {hi:g}")
+        rng = (lo, hi)
+    if "one_of" in fields:
+        n = fields["one_of"][1]
+        if not isinstance(n, yaml.SequenceNode) or not n.value:
+            raise _err(path, n, f"{key}.one_of", "expected a non-empty list of numbers")
+        one_of = tuple(_number(path, x, f"{key}.one_of") for x in n.value)
+    numeric = value is not None or rng is not None or one_of is not None
+    abs_tol = rel_tol = 0.0
+    if "tolerance" in fields:
+        tn = fields["tolerance"][1]
+        for tk, tkn, tv in _mapping_items(path, tn, f"{key}.tolerance"):
+            if tk not in ("abs", "rel"):
+                raise _err(path, tkn, f"{key}.tolerance.{tk}", "allowed: abs, rel")
+            v = _number(path, tv, f"{key}.tolerance.{tk}")
+            if v < 0:
+                raise _err(path, tv, f"{key}.tolerance.{tk}", "must be >= 0")
+            if tk == "abs":
+                abs_tol = v
+            else:
+                rel_tol = v
+    elif numeric and rng is None:
+        raise _err(path, at, key, "missing 'tolerance' (abs and/or rel)")
+    if value is None and not numeric and "note" not in fields:
+        raise _err(path, at, key, "value: null needs a 'note' saying why")
+    noise_rel, noise_source = _noise(path, key, fields["noise"]) if "noise" in fields \
+        else (0.0, "")
+    text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
+    if "source" not in text:
+        raise _err(path, at, key, "missing 'source'")
+    boards, rule = _fleet(path, key, fields["provenance"]) if "provenance" in fields \
+        else (0, "")
+    lit = _literature(path, key, fields["literature"][1], unit) if "literature" in fields \
+        else ()
+    return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
+                    text.get("method", ""), text.get("note", ""),
+                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source,
+                    boards=boards, fleet_rule=rule, literature=lit)
+
+
+def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
+    """The boards an entry's range spans (`provenance.boards`: board -> its value) and the
+    rule that made the range (`provenance.fleet.rule`); the rest of a provenance is free."""
+    kn, node = pair
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, f"{key}.provenance", "expected a mapping")
+    prov = {k: (kkn, v) for k, kkn, v in _mapping_items(path, node, f"{key}.provenance")}
+    n = 0
+    if "boards" in prov:
+        for b, bkn, bv in _mapping_items(path, prov["boards"][1], f"{key}.provenance.boards"):
+            _number(path, bv, f"{key}.provenance.boards.{b}")
+            n += 1
+    rule = ""
+    if "fleet" in prov:
+        fleet = {k: v for k, _, v in _mapping_items(path, prov["fleet"][1],
+                                                   f"{key}.provenance.fleet")}
+        if "rule" not in fleet:
+            raise _err(path, prov["fleet"][1], f"{key}.provenance.fleet", "missing 'rule'")
+        rule = str(_construct(fleet["rule"]))
+    return n, rule
+
+
+def _literature(path: Path, key: str, node, unit: str) -> tuple[Literature, ...]:
+    """An entry's `literature:` list (results/literature.py), errors at the item's line."""
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        raise _err(path, node, f"{key}.literature", "expected a non-empty list of published "
+                                                    "figures")
+    out = []
+    for i, item in enumerate(node.value):
+        try:
+            out.append(from_mapping(_construct(item), unit, UNITS))
+        except LiteratureError as e:
+            at = f"{key}.literature[{i}]" + (f".{e.field}" if e.field else "")
+            raise _err(path, item, at, str(e)) from None
+    return tuple(out)
+
+
+def _noise(path: Path, key: str, pair) -> tuple[float, str]:
+    """An entry's `noise: {rel, source, boards}`: how far two runs of one board move this
+    figure apart (rel, relative; declare_noise derives it from the moves in `boards`, board ->
+    list of moves) and where that was measured (source)."""
+    kn, node = pair
+    fields = _fields(path, node, f"{key}.noise", NOISE_KEYS)
+    for need in ("rel", "source"):
+        if need not in fields:
+            raise _err(path, kn, f"{key}.noise", f"missing '{need}'")
+    rel = _number(path, fields["rel"][1], f"{key}.noise.rel")
+    if not 0 < rel <= NOISE_MAX:
+        raise _err(path, fields["rel"][1], f"{key}.noise.rel",
+                   f"must be in (0, {NOISE_MAX:g}], got {rel:g}")
+    if "boards" in fields:
+        for b, bkn, bv in _mapping_items(path, fields["boards"][1], f"{key}.noise.boards"):
+            for x in (bv.value if isinstance(bv, yaml.SequenceNode) else [bv]):
+                if _number(path, x, f"{key}.noise.boards.{b}") < 0:
+                    raise _err(path, x, f"{key}.noise.boards.{b}", "must be >= 0")
+    return rel, str(_construct(fields["source"][1]))
+
+
+MAX_FILE_BYTES = 4 * 2**20     # an expectation file is a few hundred KB at most
+
+
+def load_file(path: str | Path) -> ArchExpectations:
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ExpectationError(f"{path}:0: (file): {size / 2**20:.1f} MiB, over the "
+                                   f"{MAX_FILE_BYTES // 2**20} MiB limit of an expectation file")
+        text = path.read_text()
+    except OSError as e:
+        raise ExpectationError(f"{path}:0: (file): cannot read: {e}") from e
+    return parse(text, path)
+
+
+def parse(text: str, path: Path) -> ArchExpectations:
+    """Validate and load expectation YAML text; `path` names it in errors."""
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
+        raw = _construct(root) if root is not None else None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark else 0
+        raise ExpectationError(f"{path}:{line}: (syntax): {getattr(e, 'problem', e)}") from e
+    if root is None:
+        raise ExpectationError(f"{path}:1: (file): empty expectation file")
+    top = {k: (kn, v) for k, kn, v in _mapping_items(path, root, "")}
+    for k, (kn, _) in top.items():
+        if k not in TOP_KEYS:
+            raise _err(path, kn, k, f"unknown top-level key; allowed: {', '.join(sorted(TOP_KEYS))}")
+    for req in ("schema", "arch"):
+        if req not in top:
+            raise _err(path, root, req, "missing")
+    schema = _construct(top["schema"][1])
+    if schema != SCHEMA_VERSION:
+        raise _err(path, top["schema"][1], "schema", f"unsupported version {schema!r}")
+    arch_node = top["arch"][1]
+    arch = _construct(arch_node)
+    try:
+        arch = archs.validate(str(arch))
+    except archs.UnknownArch as e:
+        raise _err(path, arch_node, "arch", str(e)) from None
+    if path.stem != arch and path.stem.startswith("sm_"):
+        raise _err(path, arch_node, "arch", f"file is named {path.name} but says {arch}")
+    topic = path.parent.name if path.parent.name in TOPICS else None
+    chars = {}
+    if "characteristics" in top:
+        for k, kn, v in _mapping_items(path, top["characteristics"][1], "characteristics"):
+            if topic and not k.startswith(topic + "."):
+                raise _err(path, kn, k, f"a key in {topic}/ must start with '{topic}.'")
+            if not topic and k.split(".")[0] in TOPICS:
+                raise _err(path, kn, k, f"belongs in {k.split('.')[0]}/{path.name}")
+            chars[k] = _entry(path, k, v, kn)
+    mappings = {}
+    if "mappings" in top:
+        for k, kn, v in _mapping_items(path, top["mappings"][1], "mappings"):
+            m = _construct(v)
+            if not isinstance(m, dict) or "paper" not in m and "sass" not in m:
+                raise _err(path, v, f"mappings.{k}", "expected a mapping with 'paper' and/or 'sass'")
+            mappings[k] = m
+    devices = {}
+    if "devices" in top:
+        for dname, _, dnode in _mapping_items(path, top["devices"][1], "devices"):
+            dd = {}
+            for sk, skn, sv in _mapping_items(path, dnode, f"devices.{dname}"):
+                if sk != "characteristics":
+                    raise _err(path, skn, f"devices.{dname}.{sk}", "allowed: characteristics")
+                for k, kn, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
+                    dd[k] = _entry(path, f"devices.{dname}.{k}", v, kn)
+            devices[dname] = dd
+    sources = _construct(top["sources"][1]) if "sources" in top else {}
+    unmeasurable = _unmeasurable(path, top["unmeasurable"][1]) if "unmeasurable" in top else {}
+    return ArchExpectations(arch, path, chars, mappings, devices, sources or {}, raw,
+                            unmeasurable)
+
+
+def _unmeasurable(path: Path, node) -> dict[str, Unmeasurable]:
+    out = {}
+    for name, kn, v in _mapping_items(path, node, "unmeasurable"):
+        fields = _fields(path, v, f"unmeasurable.{name}", UNMEASURABLE_KEYS, "key")
+        for req in ("reason", "sass"):
+            if req not in fields:
+                raise _err(path, v, f"unmeasurable.{name}.{req}", "missing")
+        text = {k: _construct(vv) for k, (_, vv) in fields.items()}
+        if not all(isinstance(x, str) and x for x in text.values()):
+            raise _err(path, v, f"unmeasurable.{name}", "reason, sass and source are text")
+        for k in ("sass", "compiler"):
+            try:
+                re.compile(text.get(k, ""))
+            except re.error as e:
+                raise _err(path, fields[k][1], f"unmeasurable.{name}.{k}",
+                           f"not a regular expression: {e}") from None
+        out[name] = Unmeasurable(name, text["reason"], text["sass"], text.get("source", ""),
+                                 f"{path}:{kn.start_mark.line + 1}", text.get("compiler", ""))
+    return out
