@@ -282,6 +282,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if st.is_worker:          # the controller's report sections the results by topic
         for key in ("topics", "topic_docs"):
             session.config.workeroutput[f"gpuchar_{key}"] = st.recorder.meta.get(key, {})
+    if st.durations.tests:
+        st.recorder.meta["time_by_topic"] = st.durations.by_topic()
     if st.report_dir and not st.is_worker:
         if any(r.value is not None for r in st.recorder.results):
             from .results import generations

@@ -20,6 +20,7 @@ from .core.topic import RunCache
 from .core.verify import ProbeInvalid, Verdict
 from .results.changes import measured_skip
 from .results.expectations import Expected, Store, default_root
+from .results.durations import Durations
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
 
@@ -52,6 +53,7 @@ class GpuCharSession:
     accept_level: str = "device"   # --gpuchar-accept-level
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
+    durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
     _device: Any = None
     _gpu: Any = None
     _runner: Any = None
@@ -268,7 +270,32 @@ class GpuCharSession:
             items[:] = [i for i in items if i.get_closest_marker("static") is None]
             self.config.hook.pytest_deselected(items=static)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """A topic's test says its topic and, with its last report, its GPU-busy seconds
+        (they travel with the report from a pytest-xdist worker)."""
+        report = yield
+        m = item.get_closest_marker("topic")
+        if m and m.args:
+            report.user_properties.append(("gpuchar_topic", m.args[0]))
+            if call.when == "teardown":
+                from .core import timing
+                report.user_properties.append(("gpuchar_busy_s",
+                                               round(timing.busy().get(item.nodeid, 0.0), 6)))
+        return report
+
+    def _time(self, report: pytest.TestReport) -> None:
+        if self.is_worker or report.skipped:     # a skipped test's phase is no topic's time
+            return
+        props = dict(report.user_properties)
+        kind = "static" if "static" in report.keywords else \
+            "hardware" if "hardware" in report.keywords else None
+        if kind and "gpuchar_topic" in props:
+            self.durations.add(report.nodeid, props["gpuchar_topic"], kind, report.duration,
+                               props.get("gpuchar_busy_s"))
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._time(report)
         if self.acceptance is not None and report.when == "call":
             self._consider(report)
         if report.failed:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import fleet, generations, jitdiff
+from . import durations, fleet, generations, jitdiff
 from .files import ARTIFACTS
 from .judge import Result, Status
 
@@ -150,6 +150,7 @@ class Recorder:
         out += self.board_dependent()
         out += literature_markdown(self.results)
         out += jitdiff.markdown(jitdiff.summary(self.results))
+        out += durations.markdown(m.get("time_by_topic", {}))
         out += fleet.markdown(fleet.compare(self.results))
         if self.generations is not None:
             out += generations.markdown(self.generations)

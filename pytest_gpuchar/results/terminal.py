@@ -8,6 +8,7 @@ import textwrap
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from . import durations
 from .judge import Status
 
 MAX_LISTED = 30   # rows of one kind listed
@@ -71,6 +72,8 @@ def write(tr, st) -> None:
         _line(tr, f"snapshots: no unused snapshot reported or deleted: {st.snapshots_kept} "
                   f"test(s) failed or errored in this run (clean-up happens in a run without "
                   f"failures)", yellow=True)
+    for ln in durations.lines(rec.meta.get("time_by_topic", {})):
+        _line(tr, ln)
     if "written" in rec.meta:
         paths = [Path(p) for p in rec.meta["written"]]
         dirs = {p.parent for p in paths}

@@ -104,11 +104,12 @@ def _gpuchar_section(out: str) -> list[str]:
     """The lines of the terminal's gpuchar section up to the reports line (its paths differ
     between runs); the offline compile line without its counts (a second run reads from the
     listing cache what the first assembled, and pytest-xdist's load distribution may
-    assemble a module on both workers)."""
+    assemble a module on both workers); the time lines without their seconds."""
     lines = out.split("= gpuchar =", 1)[-1].split("\n")[1:]
     end = next((i for i, ln in enumerate(lines)
                 if ln.startswith(("=", "reports:", "reports in "))), len(lines))
-    return [re.sub(r"^offline SASS modules: .*", "offline SASS modules: N", ln)
+    return [re.sub(r"\d+\.\d+ s", "T s", ln) if ln.lstrip().startswith("time") else
+            re.sub(r"^offline SASS modules: .*", "offline SASS modules: N", ln)
             for ln in lines[:end]]
 
 
