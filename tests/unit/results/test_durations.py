@@ -54,8 +54,15 @@ FAKE = device.DeviceInfo(0, "FAKE H200", "sm_90", 132, 60 * 2**20, 228 * 1024, 1
                          1980.0, 1980.0, 2619.0, "580.159.04", "13.0", "13.0")
 
 
+_REAL = device.detect
+
+
 def pytest_configure(config):
     device.detect = lambda index=None: FAKE
+
+
+def pytest_unconfigure(config):
+    device.detect = _REAL          # the run is in-process: the next one sees no fake GPU
 """
 
 TESTS = """
