@@ -9,6 +9,7 @@ number.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -50,14 +51,16 @@ def backward_branches(func: sass.Function, instrs: list[sass.Instr]) -> list[tup
     """(label, branch) positions in `instrs` (instructions of `func` in their order: a range
     of it, a timed region) of every branch whose target lies among them, at or before it:
     the loops of that stretch of code."""
-    out = []
+    out, offsets = [], None
     for k, ins in enumerate(instrs):
         at = branch_target(func, ins)
         if at is None:
             continue
         start = func.instrs[at].offset
         if instrs[0].offset <= start <= ins.offset:
-            out.append((next(j for j, i in enumerate(instrs) if i.offset >= start), k))
+            if offsets is None:
+                offsets = [i.offset for i in instrs]
+            out.append((bisect.bisect_left(offsets, start), k))
     return out
 
 

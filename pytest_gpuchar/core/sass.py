@@ -237,17 +237,17 @@ def normalise(func: Function) -> str:
         return func.normal
     maps: dict[str, dict[str, str]] = {k: {} for k, _ in _REG_PATTERNS}
     labels: dict[str, str] = {}
-    lines = []
-    for ins in func.instrs:
-        text = ins.text
-        if "$__internal_" in text:
-            text = _INTERNAL.sub("$__internal_$", text)
-        if ".L_x_" in text:
-            text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"),
-                                  text)
-        text = _REGS.sub(lambda m: maps[m.lastgroup].setdefault(
-            m.group(0), f"{m.lastgroup.lower()}{len(maps[m.lastgroup])}"), text)
-        lines.append(" ".join(text.split()))
+    # the whole function's text at once (no pattern spans a line; renumbering follows the
+    # order of first appearance, as line by line): one pass of each pattern, not one per line
+    text = "\n".join(ins.text for ins in func.instrs)
+    if "$__internal_" in text:
+        text = _INTERNAL.sub("$__internal_$", text)
+    if ".L_x_" in text:
+        text = _LABEL_USE.sub(lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"),
+                              text)
+    text = _REGS.sub(lambda m: maps[m.lastgroup].setdefault(
+        m.group(0), f"{m.lastgroup.lower()}{len(maps[m.lastgroup])}"), text)
+    lines = [" ".join(line.split()) for line in text.split("\n")] if func.instrs else []
     # mark the timed region so a reader sees it
     groups = clock_groups(func)
     marks = {}

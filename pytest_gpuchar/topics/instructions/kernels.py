@@ -3,6 +3,7 @@ sequence (cycles per instruction), Table I's short unguarded regions and the clo
 all on the shared operand frame (core.ptx.operand_kernel)."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -128,6 +129,24 @@ def _build(name: str, arch: str, lengths: tuple[int, ...], make_body, *, guard: 
                out_slots=slots, guarded=guard, **intent)
 
 
+_MADE: dict[tuple, tuple[InstrRow, Probe]] = {}
+
+
+def _once(make):
+    """A probe builder whose probes are made once per (row, arch, arguments): the compile
+    scheduling builds every probe of an arch for its modules and each test builds its own
+    again (a probe is data: the same text, the same digest)."""
+    @functools.wraps(make)
+    def once(row: InstrRow, arch: str, *args, **kw) -> Probe:
+        key = (make.__name__, id(row), arch, args, tuple(sorted(kw.items())))
+        hit = _MADE.get(key)
+        if hit is None or hit[0] is not row:
+            hit = _MADE[key] = (row, make(row, arch, *args, **kw))
+        return hit[1]
+    return once
+
+
+@_once
 def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None) -> Probe:
     """Dependent chain of the row's instruction: cycles per op = latency."""
     if row.dep is None:
@@ -138,6 +157,7 @@ def latency_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = No
                   unit=row.unit_at(arch), signature=row.signature, chained=True, **packed)
 
 
+@_once
 def cpi_probe(row: InstrRow, arch: str, lengths: tuple[int, ...] | None = None,
               prefix: str = "cpi", guard: bool = True) -> Probe:
     """Independent ops: cycles per instruction of an independent sequence (Table V).
