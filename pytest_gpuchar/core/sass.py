@@ -5,6 +5,7 @@ import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 _INSTR_RE = re.compile(r"^\s*/\*(?P<off>[0-9a-f]{4,})\*/\s(?P<rest>.*)$")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
@@ -21,8 +22,9 @@ CLOCK_READ_OPCODES = ("CS2R", "CS2UR", "S2R", "S2UR")
 TENSOR_OPCODES = ("HMMA", "IMMA", "DMMA", "BMMA", "QMMA", "OMMA", "HGMMA", "IGMMA", "QGMMA")
 
 
-@dataclass(frozen=True)
-class Instr:
+class Instr(NamedTuple):
+    """One instruction of a listing (a NamedTuple: a listing holds millions and a tuple is
+    made three times faster than a frozen dataclass; compared and hashed by value alike)."""
     offset: int
     pred: str          # "" or "@P0", "@!P1", ...
     opcode: str        # mnemonic with its modifiers: "IMAD.MOV.U32"

@@ -223,7 +223,11 @@ def parameters(session: Context, arch: str) -> tuple[params.Values, dict]:
     Table 1-8 parameters from them; NotApplicable when the arch lacks what a prediction
     needs."""
     dev = session.gpu.dev
-    values = params.Values(arch, [r.as_dict() for r in session.recorder.results],
+    # what Values reads of each result (as_dict would deep-copy every result's data: a
+    # hardware run holds about 1500 results, some with large sweeps, per prediction)
+    values = params.Values(arch, [{"key": r.key, "arch": r.arch, "value": r.value,
+                                   "unit": r.unit, "status": str(r.status)}
+                                  for r in session.recorder.results],
                            session.expectations.load(arch), dev.name)
     p = params.parameters(values, dev.sm_count, session.provenance())
     lacking = params.missing(p, model.NEEDED)

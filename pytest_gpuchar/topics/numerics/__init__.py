@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 def groups(arch: str) -> list:
-    """The modules the topic compiles for `arch` (core.topic.Topic)."""
-    from . import run
-    return run.groups(arch)
+    """The modules the topic compiles for `arch` (core.topic.Topic): the mma.sync kernels
+    and, on sm_90, the FP8 wgmma kernels (sm_90a)."""
+    from . import fp8_run, run
+    return run.groups(arch) + fp8_run.groups(arch)
