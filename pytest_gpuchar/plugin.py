@@ -112,8 +112,8 @@ def _configure_xdist(config: pytest.Config) -> None:
         # worker makes pytest-xdist wait forever at the end of the run (pytest-xdist #1378:
         # the dead worker's finished groups are queued again as empty work; the static suite
         # hung at 99% until Ctrl-C). Under each (replicate) the replacement is a new worker id
-        # (gw2 of 2 GPUs) that ran the whole suite again on GPU 0 beside gw0 (2 x H200: 1020
-        # figures reported twice for GPU 0, each measured with another suite on the GPU).
+        # (gw2 of 2 GPUs) that ran the whole suite again on GPU 0 beside gw0: every figure of
+        # GPU 0 reported twice, each measured with another suite on the GPU (docs/run-time.md).
         config.option.maxworkerrestart = 0
 
 

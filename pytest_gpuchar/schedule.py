@@ -10,7 +10,7 @@ has). A pytest-xdist worker does the same for the arch and kind (static or hardw
 test it receives, the first time it receives one. On a GPU of a selected arch (one process),
 every hardware test runs before the static checks (each kind in its collected order): the
 static checks wait for offline assemblies that then run in the background while the GPU
-measures (the opening test once waited for them with the GPU idle: H200, 14.8 s).
+measures (the opening test once waited for them with the GPU idle: docs/run-time.md).
 """
 from __future__ import annotations
 

@@ -245,7 +245,7 @@ class Builds:
                 self._jit_parts.setdefault((p.digest, dev.driver), part)
         self.jit_cache.prefetch([(text, name) for _, text, name in parts], dev.driver)
         # nvdisasm of each linked module in the background too: done on first use it held the
-        # test thread 28 s of an H200 night (58 modules)
+        # test thread for most of a minute (docs/run-time.md, lab notes)
         if self._disasm_pool is None:
             self._disasm_pool = ThreadPoolExecutor(max_workers=jit.chunk_count(),
                                                    thread_name_prefix="gpuchar-nvdisasm")

@@ -184,7 +184,7 @@ def _uuid(props: dict) -> str:
 def _driver_uuid(index: int, api=None) -> str:
     """The UUID from the driver API (cuDeviceGetUuid through cuda-bindings), for when CuPy's
     properties lack it: CuPy reads the 16-byte uuid field as a C string, cut at its first zero
-    byte (an H100 GPU-3b4917e6-00cd-... came back as 4 bytes)."""
+    byte (a UUID with a zero byte early came back short: docs/run-time.md, lab notes)."""
     try:
         api = api if api is not None else bindings.driver_api()
         err, = api.cuInit(0)

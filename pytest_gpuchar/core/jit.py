@@ -67,7 +67,7 @@ def link(ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
     runtime.getDevice()
     # make the device's primary context current in this thread without allocating: a
     # 1-byte cudaMalloc here (from the background JIT threads too) shifted where the memory
-    # suite's buffers landed (H100: the L1 fill sweep's region moved to the far L2 partition)
+    # suite's buffers landed, and with them its figures (docs/run-time.md, lab notes)
     runtime.free(0)
     return link_with(driver_api(), ptx, name)
 
@@ -92,7 +92,7 @@ def link_with(api, ptx: str, name: str = "probe.ptx") -> tuple[bytes, str]:
     return cubin, log_text(info)
 
 
-POOL_THREADS = 16      # driver JIT links run in parallel (H100 host: 6 links 34 s in turn, 13 s)
+POOL_THREADS = 16      # driver JIT links run in parallel (docs/run-time.md, lab notes)
 
 
 def module_key(ptx: str, driver: str) -> tuple[str, str]:
@@ -101,9 +101,8 @@ def module_key(ptx: str, driver: str) -> tuple[str, str]:
 
 def chunk_count() -> int:
     """How many parts a large batch of kernels is split into, so that the parts compile in
-    parallel (ptxas processes offline, driver JIT links in threads: on an H100 host the
-    instruction tables linked in 12.4 s whole and 2.0 s as 8 parts in threads, ptxas +
-    nvdisasm took 15.2 s whole and 3.9 s as 8 parallel parts). One per two cores, at most 8:
+    parallel (ptxas processes offline, driver JIT links in threads: 8 parts took a fraction
+    of one whole batch's time, docs/run-time.md, lab notes). One per two cores, at most 8:
     CI's 2 cores keep one part (each arch's batch already runs in parallel there)."""
     return max(1, min(8, (os.cpu_count() or 2) // 2))
 

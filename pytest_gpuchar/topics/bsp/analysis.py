@@ -16,9 +16,8 @@ from .rows import MU, PYRAMID, Size
 SEED = 20260219
 # per-launch whole-kernel cycles: unstable when their interquartile range exceeds this share of
 # the median. The full range is the figure's spread (the nightly's noise), not the judgement:
-# with 25 launches of a short kernel one launch that meets a busy moment widens it (KNN on an
-# H100: range 10.6-16.9% of the median, interquartile range 1.4-2.8%, as on boards whose
-# range stayed at 4-7%)
+# with 25 launches of a short kernel one launch that meets a busy moment widens it while the
+# interquartile range stays small (docs/models.md, lab notes)
 UNSTABLE_IQR = 0.05
 MAX_THREADS_PER_SM = 2048  # sm_50 .. sm_90
 REGISTERS_PER_SM = 65536

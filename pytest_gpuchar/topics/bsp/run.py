@@ -27,9 +27,9 @@ from .rows import MU, MU_SOURCE, PYRAMID, App, Size
 MAX_REPEATS = 5
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
 # host's launch call; the warm-up's time also holds the module's loading) is launched
-# SHORT_REPEATS times: the small KNN sizes (0.5-4 us of kernel) scatter 3-7% between launches,
-# and their median of 5 moved 1.0-2.7% night to night (H100); 25 launches cost them about a
-# millisecond
+# SHORT_REPEATS times: the small KNN sizes (a few us of kernel) scatter several % between
+# launches, and a median of 5 moved as much night to night (docs/models.md, lab notes); 25
+# launches cost them about a millisecond
 SHORT_US = 200.0
 SHORT_REPEATS = 25
 SAMPLE_ROWS = 64              # MM: rows of C checked against the float64 product
@@ -254,8 +254,8 @@ def _measured_data(run: KernelRun, session: Context) -> dict:
 
 def error_tolerance(pred: float, got: float) -> dict:
     """The error |pred - got| / got moves by pred/got times the measured cycles' relative
-    change: their tolerance carried through, at least TOLERANCE["error"] (H200, two nights:
-    KNN 42764's measured cycles 912 -> 878, -3.7%, moved its error 0.588 -> 0.648)."""
+    change: their tolerance carried through, at least TOLERANCE["error"] (docs/models.md, lab
+    notes: a few % of measured cycles moved a KNN size's error by a tenth)."""
     floor = TOLERANCE["error"]["abs"]
     if not got or not math.isfinite(pred / got):
         return dict(TOLERANCE["error"])

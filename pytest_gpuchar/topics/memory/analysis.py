@@ -12,7 +12,7 @@ from .chains import CONST_LINES, CONST_STRIDE, Layout, const_layout, random_layo
 from .rows import LINE, SMEM_BYTES, BankRow, Footprint, LevelRow, Warm
 
 FALLBACK_L1 = 256 * 1024        # largest L1/shared per SM of the archs the suite knows (sm_90)
-FALLBACK_L2 = 64 * 2**20        # above the largest L2 of the known archs (H100/H200: 50 MiB)
+FALLBACK_L2 = 64 * 2**20        # above the largest L2 of the known archs (sm_90: 50 MiB)
 DRAM_FACTOR = 4                 # device-memory chases: footprint >= 4 x L2
 MEMORY_RESERVE = 0.25           # leave this fraction of free device memory alone
 SWEEP_STEP = 2 ** (1 / 3)       # staircase footprints: 3 points per doubling
@@ -220,9 +220,9 @@ def plateaus(footprints: list[int], latency: list[float], *, rel: float = 0.08,
     return merged
 
 
-# A cache hit's latency repeats within about 1% from point to point of a plateau (H100 near L2:
-# 267-287 cycles within each night); a point at its upper end more than 3% above its level is a
-# point where part of the chain already misses: the capacity lies below it
+# A cache hit's latency repeats within about 1% from point to point of a plateau (docs/memory.md,
+# lab notes); a point at its upper end more than 3% above its level is a point where part of
+# the chain already misses: the capacity lies below it
 EDGE_REL = 0.03
 
 
@@ -231,9 +231,8 @@ def without_rising_edge(p: Plateau, footprints: list[int], latency: list[float],
     """The plateau without the points at its upper end that stand above its level by more
     than max(rel x level, abs_tol). `plateaus` groups points within 8% (a device-memory
     plateau scatters that much), which can take the first partial-miss point of a cache
-    level for a hit (H100 near L2: 25.4 MiB read 291-302 cycles over a level of 268-285 on
-    some nights and 297-350 on others, so the near capacity flipped between 20.2 and 25.4
-    MiB)."""
+    level for a hit: the near-L2 capacity then flips between two sweep points from night to
+    night (docs/memory.md, lab notes)."""
     lat = np.asarray(latency, dtype=float)
     last = p.last
     while last > p.first and lat[last] - p.latency > max(rel * p.latency, abs_tol):
@@ -270,8 +269,8 @@ def last_level_knee(footprints: list[int], latency: list[float], *, rel: float =
     walking down from the largest footprint, every point within its band (as `plateaus`
     groups points) is a device-memory point; the first of them is `hi`, the point before it
     `lo`. Points between the caches and device memory that happen to form a plateau of their
-    own (H100: 50.8 MiB at 571 and 64 MiB at 653 cycles, then device memory at ~680) can then
-    not be taken for the last level, as `knees(...)[-1]` would."""
+    own (seen just past the L2: docs/memory.md, lab notes) can then not be taken for the last
+    level, as `knees(...)[-1]` would."""
     ps = plateaus(footprints, latency, rel=rel, abs_tol=abs_tol)
     if len(ps) < 2:
         return None

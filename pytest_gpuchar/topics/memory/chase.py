@@ -275,9 +275,9 @@ def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
     L2, so the curve gives the L1 fill granularity.
 
     The same walk for L2 fills from device memory (.cg over a flushed region) is NOT offered:
-    on the H200 its latency was not monotonic in the stride and differed between sessions
-    ([325, 335, 588, 807, 765, 641] and [318, 359, 458, 546, 650, 692] cycles for 8..256 B:
-    DRAM row-buffer locality and prefetching dominate), so no fill size can be read from it."""
+    its latency was not monotonic in the stride and differed between sessions (DRAM
+    row-buffer locality and prefetching dominate; docs/memory.md, lab notes), so no fill size
+    can be read from it."""
     arch = session.gpu.dev.arch
     probe = kernels.chase_probe("ca", arch, ChaseKind.CHAIN)
     warm_probe = kernels.chase_probe("cg", arch, ChaseKind.LOOP)

@@ -15,18 +15,17 @@ LINE = 128                      # bytes per pointer in random chases: one per 12
 CHAIN_LENGTHS = (32, 64, 128)
 LOOP_STEPS = (32, 64, 128)      # iterations of the timed chase loop
 # Launches of a device-memory row: each timed load goes to a fresh random line, so a launch's
-# 128-load chain scatters 1.1-2.2% and its 32-load chain 2.3-4.2% (H100, six nights); the
-# slope of the medians of 15 launches moved 1.0-2.1% between back-to-back nights, about what
-# that scatter gives, and 60 halve it
+# chains scatter a few %; the slope of the medians of 15 launches moved about what that
+# scatter gives between back-to-back nights, and 60 halve it (docs/memory.md, lab notes)
 DRAM_REPEATS = 60
 # Launches per staircase point in the L2 and device memory (footprints past 1 MiB): the far-L2
-# plateau is the median of two or three such points, each 3-6% of per-launch scatter; with 3
-# launches it moved 1.5-2.6% between back-to-back nights (H100, six nights)
+# plateau is the median of two or three such points, each a few % of per-launch scatter; with
+# 3 launches it moved about 2% between back-to-back nights (docs/memory.md, lab notes)
 STAIRCASE_REPEATS = 25
 # ... and from a quarter of the L2 to the L2 they are split over this many places of the
-# buffer: with 25 launches at one place the far plateau moved 0.1-2.4% between nights (four
-# H100 boards, two of them over 2%) while its per-launch scatter predicts under 1%: which
-# pages the chain lies in decides its mix of near and far lines
+# buffer: with 25 launches at one place the far plateau moved up to twice what its per-launch
+# scatter predicts between nights (docs/memory.md, lab notes): which pages the chain lies in
+# decides its mix of near and far lines
 STAIRCASE_PLACES = 5
 SMEM_BYTES = 16384              # static shared array of the shared-memory probes
 

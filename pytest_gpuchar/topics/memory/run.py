@@ -221,13 +221,12 @@ def _l2(sw: Curve, g, data: dict) -> Measured:
         return Measured(checks=[f"no device-memory plateau with a cache level below it: {data}"])
     data["knee"] = asdict(k)
     checks = []
-    # a random single cycle slightly larger than the L2 still mostly hits (H100: 50.8 MiB
-    # over a 50 MiB L2 ran at L2 latency), so the last low point may lie up to one sweep
-    # step above the capacity
+    # a random single cycle slightly larger than the L2 still mostly hits (docs/memory.md,
+    # lab notes), so the last low point may lie up to one sweep step above the capacity
     if k.lo > g.l2_bytes * SWEEP_STEP:
         checks.append(f"L2 knee at {k.lo} B exceeds the device's L2 {g.l2_bytes} B by more "
                       f"than one sweep step")
-    # a partitioned L2 (A100, H100/H200) may show one SM only its near partition
+    # a partitioned L2 (sm_80, sm_90) may show one SM only its near partition
     if k.hi <= g.l2_bytes // 4:
         checks.append(f"L2 knee below {k.hi} B: far less than the device's L2 "
                       f"({g.l2_bytes} B), even one partition of it")
@@ -245,8 +244,8 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
     detail = (f"near L2 {near.latency:.0f} cycles up to {human_bytes(near.hi_bytes)}, far "
               f"{far.latency:.0f} up to {human_bytes(far.hi_bytes)} (SMs {sw.smids}); the far "
               f"plateau may mix far and near hits")
-    # its noise: the plateau's range or its points' own per-repeat spreads, the larger
-    # (H200: 507-526 cycles between runs, point spreads 10-58 cycles)
+    # its noise: the plateau's range or its points' own per-repeat spreads, the larger (both
+    # seen to dominate: docs/memory.md, lab notes)
     plateau = sw.latency[far.first:far.last + 1]
     noise = max(max(plateau) - min(plateau), *sw.spread[far.first:far.last + 1])
     checks = []
@@ -272,9 +271,9 @@ def fill(session: Context, row: str, arch: str) -> Measured:
         return Measured(checks=[f"no misses seen in the stride sweep ({FILL_WHAT}): "
                                 f"{sw.as_data()}"])
     err = fill_model_error(sw.footprints, sw.latency, size)
-    # the curve must follow the fill model (hit + stride/fill x (miss - hit)); H200 and H100
-    # runs deviated 3-6%; an H100 run whose region sat partly in the far L2 partition (misses
-    # of 262 and 400 cycles) deviated 28% and read 128 B: not a fill size, so no number
+    # the curve must follow the fill model (hit + stride/fill x (miss - hit)); a region that
+    # sat partly in the far L2 partition deviated several times more than usual and read a
+    # wrong size: not a fill size, so no number (docs/memory.md, lab notes)
     why = (f"the stride sweep does not follow the fill model: deviation {err:.0%} of "
            f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else ""
     return Measured(Measurement.of_value(

@@ -300,8 +300,8 @@ def serial_blocks(per_repeat: list[list[np.ndarray]], spread_rel: float = 0.05) 
     value = float(statistics.median(slopes_))
     spread = max(slopes_) - min(slopes_)
     # stable on the interquartile range (the full range is reported): one launch of a batch
-    # can land in another placement of the clusters (H200: c4 read 26 cycles/CTA apart over
-    # seven launches whether 2-8 or 4-32 CTAs ran per SM, its median within 0.4%)
+    # can land in another placement of the clusters while the median holds (docs/movement.md,
+    # lab notes)
     scatter = iqr(slopes_)
     why = ("blocks of one SM overlapped in time: not serialised" if overlapped else
            f"per-repeat slopes: interquartile range {scatter:.1f} cycles/block (full range "

@@ -87,9 +87,9 @@ TMA_L2_BYTES = 2 * 2 * TMA_STAGE      # each CTA's L2-resident source of the TMA
 def placements(session: Context, level: Level, per_cta: int) -> tuple[int, ...]:
     """Byte offsets into the big buffer for the repeats of a stream whose CTAs each read
     `per_cta` bytes from it. L2-resident: one place per repeat (as many as fit), 2 MiB-aligned
-    past each other. Where the data lies decides which L2 slices serve it: in one process on
-    an H100 the TMA L2 plateau read 0.2-1.3% apart at five places of one buffer while one
-    place repeated within 0.4%, so one place's figure is not the board's. The median over
+    past each other. Where the data lies decides which L2 slices serve it: in one process the
+    TMA L2 plateau read further apart between places of one buffer than one place repeated
+    (docs/movement.md, lab notes), so one place's figure is not the board's. The median over
     places is the figure and their spread its spread. Other levels: one place (0)."""
     if level is not Level.L2:
         return (0,)
@@ -199,8 +199,8 @@ def bandwidth(session: Context, row: StreamRow, arch: str, artifact) -> Measured
         extra = "; " + PLACES.format(n=len(placements(session, row.level, row.region_bytes)))
     measured = stream_measurement(session, probe, f"movement.bandwidth.{row.id}.per_sm", figs,
                                   row, extra=extra)
-    # the sum carries the per-SM rate's relative scatter over the launches (a nightly's noise:
-    # an H100's device-memory copy summed 1520 then 1459 B/clk, its per-SM launches 8% apart)
+    # the sum carries the per-SM rate's relative scatter over the launches (a nightly's noise,
+    # docs/movement.md, lab notes)
     share = figs.per_sm.spread / figs.per_sm.value if figs.per_sm.value else 0.0
     measured.figures += [_whole_gpu(row, figs, share)] + _peaks(session, row, figs)
     if row.kind is Stream.DRAM_READ:
@@ -211,8 +211,8 @@ def bandwidth(session: Context, row: StreamRow, arch: str, artifact) -> Measured
 def _whole_gpu(row: StreamRow, figs: analysis.StreamFigures, share: float) -> Measurement:
     """The whole GPU's rate. On-chip rows: the sum over the CTAs (one per SM) of each one's
     own rate, B/clk. Device memory: GB/s over the launch's %globaltimer window. Device memory
-    runs on its own clock: on an H100 the same board's GB/s repeated within 0.4% night to
-    night while that sum per SM clock moved 2-3.4% (it also counts a CTA that ran alone at
+    runs on its own clock: the same board's GB/s repeated closer night to night than that sum
+    per SM clock (docs/movement.md, lab notes; the sum also counts a CTA that ran alone at
     the start or end of a launch at the rate it had alone)."""
     tol = {"abs": 0.0, "rel": rate_tol(row, True)}
     key = f"movement.bandwidth.{row.id}.gpu"

@@ -245,12 +245,9 @@ DSM_STREAM = StreamRow(Stream.DSM, 16, 8, (16, 32, 64), Level.L1, Region.SHARED,
 BW_SPREAD_REL = 0.02            # per-repeat rates spread wider than this: unstable
 # Stream rates per level the data comes from. SPREAD: how far a run's launches may scatter
 # (max - min of the per-launch rates, share of the value) before the figure is unstable; L2
-# and device-memory launches scatter more while their median repeats (ranges over a run's
-# launches, eight runs on H200 and H100 boards: L2 0.3-2.8%, device memory 1-11%, the median
-# within 4% night to night). TOL: the relative tolerance the median is judged with, from how
-# well one board repeats it (H200, two nights each: L2 per SM 36.19 -> 36.59 B/clk/SM and
-# 36.43 -> 36.15; device memory, whole GPU, write 2379 -> 2304 B/clk, read 2256 -> 2298, copy
-# 2125 -> 2091, each inside its run's spread); a whole-GPU sum takes at least 2%.
+# and device-memory launches scatter more while their median repeats. TOL: the relative
+# tolerance the median is judged with, from how well one board repeats it; a whole-GPU sum
+# takes at least 2%. The ranges and nights behind both: docs/movement.md, lab notes.
 RATE_SPREAD_REL = {Level.L1: BW_SPREAD_REL, Level.L2: 0.03, Level.DRAM: 0.12}
 RATE_TOL_REL = {Level.L1: 0.01, Level.L2: 0.02, Level.DRAM: 0.05}
 
@@ -305,37 +302,39 @@ L2_ROWS = tuple(L2Figure)
 LOADED_SHARES = (0, 12, 25, 50, 100)    # percent of the other SMs streaming
 LOADED_TRIPS = 256                      # streamer iterations (each 64 KiB per CTA)
 LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the streamers
-# the TMA device-memory chains: per-launch slopes scatter 11-18% (H100), so a median of 15 moved
-# 0.3-2.1% night to night, as sampling predicts; 60 launches (each transfer a block of its own)
+# the TMA device-memory chains: per-launch slopes scatter widely, so a median of 15 moved night
+# to night as sampling predicts; 60 launches (each transfer a block of its own). The figures
+# behind these repeat counts: docs/movement.md, lab notes
 TMA_DRAM_REPEATS = 60
-# device-memory streams: per-launch rates scatter 2-6% (H100), so a median of 7 launches moved
-# 0.8-1.6% night to night (the whole GPU's write rate); 28 launches halve that
+# device-memory streams: per-launch rates scatter a few %, so a median of 7 launches moved
+# about 1% night to night (the whole GPU's write rate); 28 launches halve that
 DRAM_STREAM_REPEATS = 28
-# the loaded chase: per-launch slopes scatter 10-20% under streaming load (H100), and with 15
-# launches the median moved 1-4% night to night; 60 launches halve that (about 1 s a night)
+# the loaded chase: per-launch slopes scatter widely under streaming load, and with 15
+# launches the median moved by a few % night to night; 60 launches halve that (about 1 s a
+# night)
 LOADED_REPEATS = 60
-# cluster launches: per-launch slopes scatter 3-5% (H100), so a median of 7 moved 1.0-2.6%
+# cluster launches: per-launch slopes scatter a few %, so a median of 7 moved about 2%
 # between back-to-back nights; 25 launches halve that
 LAUNCH_REPEATS = 25
 # the cp.async .cg chain: 32 nodes in one 4 KiB block sat in whichever L2 slices that block's
 # physical address hashes to, a mix of near and far fixed for the process: within a run its
-# launches agreed within 0.1%, between back-to-back nights it moved 1.2-2.7% (H100). Its nodes
+# launches agreed closely, between back-to-back nights it moved by a few %. Its nodes
 # are now 2048 lines at random over 32 MiB (16 x 2 MiB pages), each launch walking the next
 # ones, 25 launches: the median averages over the lines, not one block's mix
 CP_ASYNC_CG_NODES = 2048
 CP_ASYNC_CG_REGION = 32 * 2**20
 CP_ASYNC_CG_REPEATS = 25
-# ... and each launch times other lines: the full range of its 25 per-launch slopes read 8.1
-# and 8.6% on an H100 whose medians repeated within 0.1%
+# ... and each launch times other lines: the full range of its 25 per-launch slopes is several
+# % while their median repeats closely
 CP_ASYNC_CG_SPREAD_REL = 0.15
 DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter this much (the
-                         # memory topic's device-memory rows on H200); the median is judged
+                         # memory topic's device-memory rows); the median is judged
 
 
-# Tolerances recorded with the latency figures. Three H200 boards lent one after another read
-# the cluster, DSM, cp.async, TMA and L2 latencies 2-4% apart (cluster barrier 314-332
-# cycles, loaded latency 6%), while each board repeated itself within 1%: the expectations
-# hold for a fleet, so they take the spread between boards.
+# Tolerances recorded with the latency figures: boards of one kind read these latencies a few
+# % apart (the cluster barrier and the loaded latency more) while each board repeated itself
+# closely: the expectations hold for a fleet, so they take the spread between boards
+# (docs/movement.md, lab notes).
 LATENCY_TOL = {"abs": 2.0, "rel": 0.04}
 BARRIER_TOL = {"abs": 2.0, "rel": 0.07}
 LOADED_TOL = {"abs": 5.0, "rel": 0.1}
@@ -343,8 +342,9 @@ DRAM_TOL = {"abs": 2.0, "rel": 0.05}
 
 # Rows whose kernels stop the GPU: measured, they would take every later hardware test with
 # them, so their hardware test is skipped with this reason (the static SASS check still runs).
-# On H200 (driver 580.159.04) both wait chains end their launch with CUDA error 719 (launch
-# failure) while the arrive-only row runs; the cause is not found yet (docs/movement.md).
+# Both wait chains ended their launch with CUDA error 719 (launch failure) while the
+# arrive-only row ran (the board and driver: the reasons below); the cause is not found yet
+# (docs/movement.md).
 ASYNC_FAULTS = {
     Async.TEST_WAIT: "faults on H200 (CUDA error 719, driver 580.159.04): arrive -> test_wait "
                      "chains stop the launch; cause open (docs/movement.md)",

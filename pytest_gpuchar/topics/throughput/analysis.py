@@ -190,8 +190,8 @@ def block_fit(per_repeat: list[list[tuple[int, int]]], *, spread_abs: float = 5.
     why = ""
     if spread > max(spread_abs, spread_rel * abs(value)):
         why = f"per-repeat slopes spread {spread:.1f} cycles/block"
-    # The median span per block count is not linear on H200 (an SM handed 7 blocks waited
-    # for the grid-wide dispatcher longer than one handed 5): reported, and the slope is
+    # The median span per block count is not linear (an SM handed more blocks can wait for
+    # the grid-wide dispatcher longer per block: docs/throughput.md): reported, and the slope is
     # cross-checked against the directly measured gaps between blocks (judge_block)
     # instead of being judged by it.
     return {"value": value, "spread": spread, "slopes": slopes, "medians": medians,
@@ -233,9 +233,9 @@ def warp_launch_figure(skew: dict[int, list[float]], setup=()) -> Launched:
     """Many-BSP's warp_lnch_ovh enters its model as w x warp_lnch_ovh: the mean cost per
     additional warp over a full block, i.e. the first-to-last warp entry skew of the largest
     block divided by its warps - 1 (itself a difference of two clock reads of one SM, whose
-    fixed costs cancel). The slope over block sizes is reported too: on H200 the skew is not
-    linear (2 warps 15 cycles, 4..32 warps 50-64 cycles: warps start in parallel groups, not
-    one after another), so the slope is not the figure."""
+    fixed costs cancel). The slope over block sizes is reported too: the skew is not linear
+    (warps start in parallel groups, not one after another: docs/throughput.md, lab notes),
+    so the slope is not the figure."""
     wmax = max(skew)
     per = [s / (wmax - 1) for s in skew[wmax]]
     value = float(statistics.median(per))

@@ -53,8 +53,8 @@ class _Chains:
     def operand(self, f: str) -> str:
         # one register per source field for all chains: consecutive ops read it in the same
         # operand slot, so the operand reuse cache serves it (with a register per chain, three
-        # source registers per FFMA/DFMA/HFMA2 hit register-bank conflicts: seen on H200,
-        # 74% of the FFMA peak)
+        # source registers per FFMA/DFMA/HFMA2 hit register-bank conflicts, well under the
+        # FFMA peak: docs/throughput.md, lab notes)
         t = self.row.template
         if f not in self.shared:
             self.shared[f] = self.regs.load(t.operands[f].width, t.operands[f].kind)

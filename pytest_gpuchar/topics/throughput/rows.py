@@ -76,9 +76,9 @@ MUFU_FMUL = "FMUL|FMUL.FTZ|FMUL.RZ|FMUL.FTZ.RZ"
 
 # The FMA rows read two registers: x = x*b + x, the chain value as multiplicand and addend,
 # b = -2 (loaded: unknown to the compiler) so x = -x exactly, never 0, inf or subnormal.
-# Three distinct source registers per op (x*b + c) cost the DPU its peak: seen on H200, DFMA
-# 58.9 fma/clk/SM (92%) against 64.0 with two registers, on 1 SM and on 132 alike; the
-# three-register form is kept as an audit row (OPERAND_AUDIT_ROWS).
+# Three distinct source registers per op (x*b + c) cost the DPU its peak, on one SM and on all
+# alike (docs/throughput.md); the three-register form is kept as an audit row
+# (OPERAND_AUDIT_ROWS).
 TWO_REGISTERS = ("two source registers per op: x = x*b + x (the chain value as multiplicand "
                  "and addend, b = -2 loaded)")
 

@@ -195,7 +195,7 @@ class WgmmaLoadProbe(LoadProbe):
                            body_instructions=trips["body_instructions"])
 
 
-STREAM_WORDS16 = 1 << 24      # 256 MiB streamed: 5x the 50 MiB L2 of H100 and H200
+STREAM_WORDS16 = 1 << 24      # 256 MiB streamed: 5x the 50 MiB L2 of sm_90
 
 
 def probes(arch: str) -> dict[Load, LoadProbe]:

@@ -29,10 +29,10 @@ WINDOWS = {Load.IDLE: 2, Load.FFMA: 6, Load.WGMMA: 6, Load.HBM: 6}
 CAL_ITERS = {Load.IDLE: 2000, Load.FFMA: 20000, Load.WGMMA: 20000, Load.HBM: 2000}
 ORDER = (Load.IDLE, Load.FFMA, Load.WGMMA, Load.HBM)
 TOL = {"rel": 0.01}
-# Clocks are the board's (power limit, cooling, the clock the last load left): three H200
-# boards read the sustained clock under wgmma 1530-1560 MHz, and the first window's clock
-# under the HBM stream (the boost's ramp, not a steady state) 1857, 1906 and 1958 MHz. The
-# per-clock figures keep TOL.
+# Clocks are the board's (power limit, cooling, the clock the last load left): boards of one
+# kind read the sustained clock under wgmma a few % apart, and the first window's clock under
+# the HBM stream (the boost's ramp, not a steady state) further apart (docs/hopper.md, lab
+# notes). The per-clock figures keep TOL.
 CLOCK_TOL = {"rel": 0.03}
 FIRST_TOL = {"rel": 0.1}
 CLOCK_FIGURES = ("sm_clock_mhz", "sm_clock_vs_idle", "wall_vs_peak_at_max_clock")
@@ -211,11 +211,10 @@ def load_figures(session: Context, load: Load, arch: str) -> Measured:
         first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz, 0.0, "MHz", method,
                         {"window_s": WINDOW_S}, tol=FIRST_TOL)
         # one sample of the ramp from the boost clock down to the sustained clock: where on it
-        # the first window falls moves from night to night (an H200 read 1965 then 1880 MHz
-        # over a sustained 1880), so its spread, the nightly's noise, is the ramp's height, and
-        # no less than the range this load's windows span: one window is one draw of a clock
-        # that the same run saw anywhere in it (H100 under hbm: first windows 2006 then 1947
-        # MHz on two nights whose windows spanned 41 and 63 MHz; under wgmma ~200 MHz)
+        # the first window falls moves from night to night, so its spread, the nightly's noise,
+        # is the ramp's height, and no less than the range this load's windows span: one
+        # window is one draw of a clock that the same run saw anywhere in it (docs/hopper.md,
+        # lab notes)
         first.spread = first_window_spread([w.mhz for w in s.windows], mhz)
         figs += [first,
                  _figure(f"{key}.sm_clock_vs_idle", mhz / idle, mhz_sp / idle, "ratio",

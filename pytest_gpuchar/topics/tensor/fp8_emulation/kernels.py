@@ -36,8 +36,8 @@ ARCH = "sm_90"
 ISA = "8.4"
 STEPS = 8                 # ops of every chain per loop trip
 ILPS = (1, 2)
-# up to the block's limit: on an H100 the throughput still grew from 4 to 8 warps (421 -> 658
-# FLOP/clk/SM at ILP 1), and the 8-warp points alone moved 2% night to night
+# up to the block's limit: the throughput still grew from 4 to 8 warps, and the 8-warp points
+# alone moved night to night (docs/hopper.md, lab notes)
 WARPS = (1, 4, 8, 16, 32)
 FLOP = 2 * 16 * 8 * 32            # one m16n8k32
 # trip planning only (analysis.plan_trips): no emulated op runs faster than the f16 mma.sync

@@ -20,8 +20,7 @@ from .rows import (MIN_TRIPS, PAPER_TABLE_III, SCHEDULERS, SKEW_SHARE_MAX, SPAN_
 
 SWEEP_IQR_REL = 0.05      # interquartile range of the per-launch slopes, relative to the value
 # a fall of throughput is allowed the two points' launch ranges plus this share of the value:
-# between two launch sets a saturated point moves by about 1% (H200: m16n8k8 ILP 3 read
-# 1024.4 at 12 warps and 1013.7 at 16, ranges 10.2; the next run had them in order)
+# between two launch sets a saturated point moves by about 1% (docs/tensor.md, lab notes)
 FALL_FLOOR = 0.01
 
 
@@ -99,9 +98,9 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
     slopes (the reported spreads are the full ranges), and a point is unstable when either
     interquartile range is above SWEEP_IQR_REL of its value, when the cycles are not linear
     in the trip count, or - several warps - when the warps' start skew is not negligible
-    (_skew_reasons). On H200, 8 warps of unrolled HMMA chains of 8-32 steps left bar.sync
-    120-270 cycles apart depending on the length, which biased block-span slopes by up to 20%
-    while each launch looked repeatable: hence loops long enough for the skew to vanish."""
+    (_skew_reasons). 8 warps of short unrolled HMMA chains left bar.sync apart by a skew that
+    depended on the length, which biased block-span slopes while each launch looked
+    repeatable (docs/tensor.md, lab notes): hence loops long enough for the skew to vanish."""
     ops = {t: t * steps for t in raw}
     lat_cycles = {t: [float(np.mean(t1 - t0)) for t0, t1 in reps] for t, reps in raw.items()}
     blk_cycles = {t: [float(t1.max() - t0.min()) for t0, t1 in reps] for t, reps in raw.items()}
@@ -174,7 +173,7 @@ def convergence_candidates(points: Points, warps: int, frac: float = 0.95) -> li
 def peak(points: Points, *, max_warps: int | None = None) -> SweepPoint | None:
     """The point of highest throughput among the stable ones (fit_point) with at most
     `max_warps` warps. (The maximum over unstable points is the maximum of the noise: before
-    the skew check, the best point over all warps moved by up to 30% between two H200 runs.)"""
+    the skew check, the best point over all warps moved between runs, docs/tensor.md.)"""
     pts = [p for (w, _), p in points.items() if (max_warps is None or w <= max_warps)
            and np.isfinite(p.throughput) and not p.unstable]
     return max(pts, key=lambda p: p.throughput) if pts else None
@@ -184,8 +183,8 @@ def higher_unstable(points: Points, best: SweepPoint, *, max_warps: int | None =
                     margin: float = 0.05) -> SweepPoint | None:
     """An unstable point (launch spread, not the start-skew bias, which is known to be wrong)
     whose throughput is more than `margin` above the best stable one: then the stable best is
-    not the peak, and the peak is reported unstable rather than low (H100: the 4-warp ILP 4-6
-    points of bf16 m16n8k16 were all unstable in one run, the best stable point 25% lower)."""
+    not the peak, and the peak is reported unstable rather than low (a run whose high points
+    were all unstable left a best stable point far lower: docs/tensor.md, lab notes)."""
     worse = [p for (w, _), p in points.items() if (max_warps is None or w <= max_warps)
              and p.unstable and not p.skewed and np.isfinite(p.throughput)
              and p.throughput > best.throughput * (1 + margin)]

@@ -38,15 +38,14 @@ METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independen
 # Tolerances recorded with each figure (data["tolerance"]).
 LAT_TOL = {"abs": 1.0, "rel": 0.05}
 CONV_LAT_TOL = {"abs": 2.0, "rel": 0.25}   # the convergence ILP may move by one step
-# multi-warp points: with unrolled chains the 8-warp points (start skew 120-270 cycles against
-# spans of a few thousand) differed by ~25% between two H200 runs; the loops keep the skew
-# under 1% of the span, so the multi-warp figures get the peaks' tolerance
+# multi-warp points: with unrolled chains the 8-warp points (a start skew not small against
+# their spans) differed widely between runs; the loops keep the skew under 1% of the span, so
+# the multi-warp figures get the peaks' tolerance (docs/tensor.md, lab notes)
 MW_TOL = {4: {"abs": 2.0, "rel": 0.05}, 8: {"abs": 2.0, "rel": 0.05}}
 PEAK4_TOL = {"abs": 1.0, "rel": 0.05}
 PEAK_TOL = {"abs": 1.0, "rel": 0.05}
 # issue 13 asks the completion latency to repeat within 2% (repeatability); boards and nights
-# span more (m64n128k16: 135.3-139.7 cycles over three H200s and four H100s, one H100 139.7
-# then 136.7 on consecutive nights), so a nightly calls it moved beyond 3%
+# span more (docs/tensor.md, lab notes), so a nightly calls it moved beyond 3%
 WGMMA_LAT_TOL = {"rel": 0.03}
 
 
@@ -110,8 +109,8 @@ def _convergence(s: Sweep, row: TensorRow, pts: dict, w: int, method: str) -> li
         return []
     best = max(p.throughput for (ww, _), p in pts.items() if ww == w)
     # the convergence ILP is defined by a 5% threshold: every point that its own launch
-    # spread could carry across it is a candidate, and the figures' spreads cover them
-    # (H200: ldmatrix x2 at 4 warps converged at ILP 1 in one run, ILP 2 in the next)
+    # spread could carry across it is a candidate, and the figures' spreads cover them (the
+    # convergence ILP was seen to move by one between runs: docs/tensor.md, lab notes)
     cand = analysis.convergence_candidates(pts, w)
     thr_sp = max(c.thr_spread, max(p.throughput for p in cand) - min(p.throughput for p in cand))
     lat_sp = max(c.lat_spread, max(p.latency for p in cand) - min(p.latency for p in cand))
@@ -220,8 +219,8 @@ def sweep_row(session: Context, row: TensorRow, arch: str, artifact=None) -> Mea
     peaks[-1].data["monotonic_pairs_compared"] = compared
     if row.kind is Kind.LDMATRIX and checks:
         # ldmatrix is the shared-memory (MIO) pipe, not a tensor core: more warps in flight
-        # can cost it throughput (H200, x4 ILP 6: 127.8 at 4 warps, 121.5-122.1 at 16 in
-        # two of three runs); the fall is recorded with the peak, not failed
+        # can cost it throughput (docs/tensor.md, lab notes); the fall is recorded with the
+        # peak, not failed
         peaks[-1].data["falls_with_warps"], checks = checks, []
     figures += peaks + _achieved_peak(row, arch, peaks[-1])
     kind = str(row.kind)
@@ -288,7 +287,7 @@ def _wgmma_latency(s: Sweep, row: WgmmaRow) -> Measurement:
                        "(see the sweep JSON: skipped / invalid)", unit="cycles", method=method)
     # one wgmma per trip: the figure is each warp's own cycles, judged by their stability
     # (the block span's throughput of this loop is not reported; its launches scattered
-    # while the warps' slopes did not: m64n32k16, m64n128k16 on H200 and H100)
+    # while the warps' slopes did not: docs/tensor.md, lab notes)
     return _figure(key, lat.latency, lat.lat_spread, bool(lat.lat_why), lat.lat_why,
                    unit="cycles",
                    method=method, data={"tolerance": WGMMA_LAT_TOL, "cycles": lat.cycles,

@@ -90,7 +90,7 @@ def timed_kernel(name: str, regs: Registers, body: list[str], results: list[str]
     Every loaded operand is folded into one checksum whose single store (then a membar) makes
     the loads complete before the clock starts. (Storing every operand, as the instruction
     probes' frame does, left hundreds of bytes per thread of stores draining into the timed
-    region on H200: erratic fixed costs of 100s-1000s of cycles that grew with warps and ILP.)
+    region: erratic fixed costs that grew with warps and ILP, docs/tensor.md, lab notes.)
     One pass: the loop's first trip warms the instruction cache, a fixed cost the slope over
     trip counts cancels."""
     n_in = len(regs.inputs)

@@ -23,25 +23,23 @@ ILPS = (1, 2, 3, 4, 5, 6)
 SCHEDULERS = 4                  # warp schedulers (SM sub-partitions) per SM, sm_70 and later
 # The timed region is a counted loop (trip count a kernel parameter) whose body is STEPS
 # dependent steps of every ILP chain, timed at three trip counts (TRIP_RATIOS x a base count
-# sized per point): the warps' start skew after bar.sync (120-270 cycles at 8 warps on H200)
+# sized per point): the warps' start skew after bar.sync (hundreds of cycles at 8 warps)
 # is then a fixed cost far below 1% of the span instead of a bias on short unrolled chains.
-# The loop's control and back edge cost once per trip: on H200 with 8 steps per trip that was
-# about 18 cycles per trip (ILP-1 latency 26.2 against the chain's 24 cycles), which held the
-# 4-warp throughput 6-9% under the unrolled chains' figure; 32 steps per trip cut it to a
-# quarter.
+# The loop's control and back edge cost once per trip: with 8 steps per trip that held the
+# 4-warp throughput several % under the unrolled chains' figure; 32 steps per trip cut it to
+# a quarter (docs/tensor.md, lab notes).
 STEPS = 32
 TRIP_RATIOS = (1, 2, 3)
 MIN_TRIPS = 2                   # the base trip count's floor
 SPAN_PER_WARP = 10000           # cycles: the longest span's floor is this x warps (8 warps:
                                 # 80000, so a start skew up to 800 cycles stays under 1%; at
-                                # 5000 the f64 mma points at 8 warps read skews of 507-646
-                                # cycles, 1.1-1.3% of their 43000-50000-cycle spans, on H200
-                                # and H100, and were unstable)
-# wgmma with several warpgroups: the warpgroups start up to ~1000 cycles apart (H200,
-# m64n64k16, 2 warpgroups: 1015-1045 cycles, 4.9% of a 21000-cycle span; at 4 x 5000 per warp
-# still 1.0-1.3% of 81000 cycles on H200 and H100), so their spans are planned four times longer
+                                # 5000 the f64 mma points at 8 warps were unstable on their
+                                # skew: docs/tensor.md, lab notes)
+# wgmma with several warpgroups: the warpgroups start up to ~1000 cycles apart, still over 1%
+# of the span at half this floor (docs/tensor.md, lab notes), so their spans are planned four
+# times longer
 WGMMA_SPAN_PER_WARP = 4 * SPAN_PER_WARP
-STEP_FLOOR = 12                 # cycles: no chain step of any row is faster (H200: 14)
+STEP_FLOOR = 12                 # cycles: no chain step of any row is faster (docs/tensor.md)
 SKEW_SHARE_MAX = 0.01           # start skew / longest per-SM span: above it, unstable
 WMMA_ILPS = (1, 4)              # wmma: completion latency (ILP 1) and issue rate (ILP 4), 1 warp
 # wgmma: the throughput loop issues WGMMA_STEPS wgmma per accumulator chain per trip between

@@ -32,8 +32,8 @@ def _text(arch: str):
 
 
 def sweep_group(arch: str) -> Group:
-    """The hardware sweep's probes, linked in parts in parallel threads (on an H100 host the
-    whole module took 12.9 s in one link)."""
+    """The hardware sweep's probes, linked in parts in parallel threads (the whole module in
+    one link held the run for seconds: docs/run-time.md, lab notes)."""
     return Group("tensor", arch, kernels.hardware_probes(arch), text=_text(arch),
                        split=True, stage=Stage.HARDWARE)
 
