@@ -18,6 +18,7 @@ from .core.build import Builds
 from .core.probe import DeclaredUnmeasurable, Probe
 from .core.topic import RunCache
 from .core.verify import ProbeInvalid, Verdict
+from .results import tolerances
 from .results.changes import measured_skip
 from .results.expectations import Expected, Store, default_root
 from .results.durations import Durations
@@ -75,6 +76,7 @@ class GpuCharSession:
         report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
         idx = config.getoption("gpuchar_device")
         root = default_root(config.rootpath)
+        tolerances.use(root)
         return cls(config, requested, int(config.getoption("gpuchar_repeats")),
                    float(config.getoption("gpuchar_watchdog")),
                    Path(report) if report else None, None if idx is None else int(idx),

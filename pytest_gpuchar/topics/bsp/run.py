@@ -18,6 +18,7 @@ from ...core.build import Built, Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch, Plan
 from ...core.topic import Checked, Context
+from ...results import tolerances
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, model, params
 from .kernels import REC_WORDS, KernelProbe
@@ -47,11 +48,13 @@ METHOD_PREDICTION = ("Many-BSP (seed 002) eqs. (4)-(25) on the BLOCK description
                      "from the driver's JIT")
 METHOD_ERROR = "eq. (27) as a ratio: |measured - predicted| / measured (the report: 3.4-12.3%)"
 # No expectation judges these figures; should a --snapshot-update run accept them (accept.py
-# takes every measured figure), these are the tolerances the entries get: the run-to-run
-# spread of a whole kernel, a prediction that moves only when its inputs move, and the
-# error's own
-TOLERANCE = {"measured_cycles": {"rel": 0.1}, "predicted_cycles": {"rel": 0.01},
-             "error": {"abs": 0.05}}
+# takes every measured figure), the entries get the tolerances of expectations/tolerances.yaml
+# (section bsp): the run-to-run spread of a whole kernel, a prediction that moves only when
+# its inputs move, and the error's own
+
+
+def tol(kind: str) -> dict:
+    return tolerances.of("bsp", kind)
 
 
 def groups(arch: str) -> list[Group]:
@@ -249,17 +252,18 @@ def _measured_data(run: KernelRun, session: Context) -> dict:
             "grid": list(run.size.grid), "block": list(run.size.block),
             "n_b": run.size.n_b, "registers": run.regs, "shared_bytes": run.shared,
             "footprint_bytes": run.size.footprint(), "l2_bytes": dev.l2_bytes,
-            "seed_size": run.size.seed, "tolerance": TOLERANCE["measured_cycles"]}
+            "seed_size": run.size.seed, "tolerance": tol("measured_cycles")}
 
 
 def error_tolerance(pred: float, got: float) -> dict:
     """The error |pred - got| / got moves by pred/got times the measured cycles' relative
-    change: their tolerance carried through, at least TOLERANCE["error"] (docs/models.md, lab
-    notes: a few % of measured cycles moved a KNN size's error by a tenth)."""
-    floor = TOLERANCE["error"]["abs"]
+    change: their tolerance carried through, at least the tolerance of kind "error"
+    (docs/models.md, lab notes: a few % of measured cycles moved a KNN size's error by a
+    tenth)."""
+    least = tol("error")
     if not got or not math.isfinite(pred / got):
-        return dict(TOLERANCE["error"])
-    return {"abs": round(max(floor, abs(pred / got) * TOLERANCE["measured_cycles"]["rel"]), 3)}
+        return least
+    return {"abs": round(max(least["abs"], abs(pred / got) * tol("measured_cycles")["rel"]), 3)}
 
 
 def _where(source: str) -> str:
@@ -286,7 +290,7 @@ def prediction(session: Context, size: Size, arch: str) -> Measured:
     data = {**m.data(p), "predicted_cycles_l2_resident": round(l2.prediction.cycles, 1),
             "divisor_used": min(m.device.mu, (1 + m.prediction.rho) / 2),
             "divisor_needed": _finite(analysis.divisor(m.prediction, m.device, m.launch, got)),
-            "tolerance": TOLERANCE["predicted_cycles"]}
+            "tolerance": tol("predicted_cycles")}
     return Measured(
         Measurement(f"{key}.measured_cycles", got, "cycles", run.cycles.spread, unstable,
                     method=METHOD.format(reps=run.reps, grid=list(size.grid),

@@ -14,6 +14,7 @@ from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
 from ...core.runner import Launch, Plan, Runner
 from ...core.topic import Checked, Context
+from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BLOCK, BLOCKS_PER_SM, REC_WORDS, DpxProbe, LoopProbe
@@ -21,8 +22,6 @@ from .rows import DpxRow
 
 
 TRIPS = (64, 128, 192)        # loop trip counts of the throughput measurement
-LAT_TOL = {"abs": 0.5}        # integer cycles: a latency repeats to the cycle
-RATE_TOL = {"rel": 0.01}      # calls/clk/SM repeat within 1%
 METHOD_LATENCY = ("slope of %clock64 cycles over dependent chains of {lengths} calls of "
                   "{intrinsic} ({ptx}), 1 thread, each call's other sources loaded for it "
                   "alone, median of {reps} launches after a warm-up; driver-JIT SASS verified "
@@ -131,7 +130,7 @@ def latency(session: Context, row: DpxRow, arch: str) -> Measured:
                                    "the emulation nvcc emits", reps=session.repeats, sass=sass)
     m = Measurement.of_fit(f"dpx.latency.{row.name}", run.fit(), "cycles/op", method=method,
                            data={"sass_unit": run.unit, "cycles": run.cycles,
-                                 "tolerance": dict(LAT_TOL)})
+                                 "tolerance": tolerances.of("dpx", "latency")})
     return Measured(m, sass=p.snapshot_text(run.built.functions),
                     checks=result_checks(row, arch, run))
 
@@ -202,5 +201,5 @@ def throughput(session: Context, row: DpxRow, arch: str) -> Measured:
     m = Measurement.of_rate(f"dpx.throughput.{row.name}", rate, "ops/clk/SM", method=method,
                            data={"sass_unit": run.unit, "loop_control": run.loop_control,
                                  "lanes_per_call": len(analysis.LANES[row.lanes]),
-                                 "warps_per_sm": r.warps_per_sm, "tolerance": dict(RATE_TOL)})
+                                 "warps_per_sm": r.warps_per_sm, "tolerance": tolerances.of("dpx", "rate")})
     return Measured(m, sass=run.probe.snapshot_text(run.built.functions))

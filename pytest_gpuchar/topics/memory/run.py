@@ -10,6 +10,7 @@ from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
 from ...core.topic import Checked, Context
+from ...results import tolerances
 from ...results.judge import Measured, Measurement
 from . import chase, kernels, plots
 from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
@@ -89,7 +90,7 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     lf = fit(lrun.cycles, lrun.ops, **fit_limits(level))
     op = FLAVOURS[level.flavour].op_text
     # proposed for a new (measured) entry: device memory scatters more
-    tolerance = {"abs": 1.0, "rel": 0.1 if level.is_dram else 0.05}
+    tolerance = tolerances.of("memory", "latency_dram" if level.is_dram else "latency")
     figures = [
         Measurement.of_fit(
             f"memory.latency.{level.key}", f, "cycles",
@@ -119,7 +120,7 @@ def _shared_store(session, f: Fit, lay, reps: int, warm: Warm, arch: str) -> Mea
     bf = fit(base.cycles, base.ops)
     return Measurement("memory.latency.shared_store", f.value - bf.value, "cycles",
                        f.spread + bf.spread, method=METHOD_STORE, detail="derived",
-                       data={"tolerance": {"abs": 2.0, "rel": 0.1}})
+                       data={"tolerance": tolerances.of("memory", "shared_store")})
 
 
 def _latency_checks(level: LevelRow, g, lay, run, f: Fit, lf: Fit) -> list[str]:
@@ -187,7 +188,8 @@ def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
             "plateaus": [asdict(p) for p in ps], "device_l2_bytes": g.l2_bytes,
             "device_l1_shared_bytes": g.l1_bytes, "notes": g.notes,
             # a knee is known to one sweep step (2^(1/3) = 26%)
-            "tolerance": {"rel": 0.3} if row != Capacity.L2_NEAR_FAR else {"abs": 5, "rel": 0.1}}
+            "tolerance": tolerances.of("memory", "capacity" if row != Capacity.L2_NEAR_FAR
+                                       else "l2_far")}
     if len(ps) < 2:
         return Measured(checks=[f"the staircase shows {len(ps)} latency plateau(s): {data}"])
     if row == Capacity.L1:
@@ -255,7 +257,7 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
     return Measured(
         Measurement.of_value("memory.latency.l2_far", far.latency, "cycles",
                              spread=float(noise), method=METHOD_FAR, detail=detail,
-                             data={**data, "tolerance": {"abs": 5, "rel": 0.1}}),
+                             data={**data, "tolerance": tolerances.of("memory", "l2_far")}),
         Measurement("memory.capacity.l2_near", near.hi_bytes, "bytes", method=METHOD_KNEE,
                     detail=detail + f"; near capacity in [{human_bytes(near.hi_bytes)}, "
                                     f"{human_bytes(sw.footprints[near.last + 1])})", data=data),
@@ -281,4 +283,5 @@ def fill(session: Context, row: str, arch: str) -> Measured:
         method=f"stride sweep {list(STRIDES)} B, forward walk, slope over {LENGTHS} dependent "
                f"loads; {FILL_WHAT}; smallest stride reaching 90% of the all-miss latency",
         detail=f"curve vs fill model: max deviation {err:.0%} of (miss - hit)",
-        data={**sw.as_data(), "model_error": round(err, 3), "tolerance": {"abs": 0, "rel": 0}}))
+        data={**sw.as_data(), "model_error": round(err, 3),
+              "tolerance": tolerances.of("memory", "fill_bytes")}))

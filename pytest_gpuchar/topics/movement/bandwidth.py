@@ -14,7 +14,7 @@ from ...core.runner import Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
-from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, RATE_TOL_REL, SHARED_PEAK,
+from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, SHARED_PEAK,
                    SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
                    Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
 from . import state as st
@@ -108,7 +108,7 @@ def stream_measurement(session: Context, probe: Probe, key: str,
     data = {"gpu_bytes_per_clk": round(figs.gpu_bytes_per_clk, 2),
             "gpu_gbps": round(figs.gbps.value, 1), "gpu_gbps_spread": round(figs.gbps.spread, 1),
             "sms": len(figs.sms), "sass_unit": st.unit(session, probe),
-            "tolerance": {"abs": 0.0, "rel": rate_tol(row)}}
+            "tolerance": rate_tol(row)}
     return Measured(Measurement.of_rate(key, figs.per_sm, "B/clk/SM", method=method, data=data),
                     sass=st.sass(session, probe), checks=figs.checks)
 
@@ -153,11 +153,10 @@ def measure_stream(session: Context, row: StreamRow,
                                    spread_rel=RATE_SPREAD_REL[row.level])
 
 
-def rate_tol(row: StreamRow, whole_gpu: bool = False) -> float:
-    """Relative tolerance of a rate from the row's level (rows.RATE_TOL_REL); a whole-GPU
-    sum at least 2%."""
-    rel = RATE_TOL_REL[row.level]
-    return max(rel, 0.02) if whole_gpu else rel
+def rate_tol(row, whole_gpu: bool = False) -> dict:
+    """The tolerance of a rate from the row's level (a StreamRow or a TMA row); a whole-GPU
+    rate's own (expectations/tolerances.yaml)."""
+    return st.tol(f"{'gpu_' if whole_gpu else ''}rate_{row.level.value}")
 
 
 def _peaks(session: Context, row: StreamRow,
@@ -169,7 +168,7 @@ def _peaks(session: Context, row: StreamRow,
                             figs.per_sm.spread / SHARED_PEAK, figs.per_sm.why_unstable,
                             method=f"per-SM figure / {SHARED_PEAK:g} B/clk/SM",
                             data={"documented": SHARED_PEAK, "source": SHARED_PEAK_SOURCE,
-                                  "tolerance": {"abs": 0.0, "rel": 0.01}})]
+                                  "tolerance": st.tol("of_peak_shared")})]
     peak = hbm_peak(session.gpu.dev.name) if row.peak == "hbm" else None
     if peak is None:
         return []
@@ -180,7 +179,7 @@ def _peaks(session: Context, row: StreamRow,
                                f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
                         data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
                               "source": source,
-                              "tolerance": {"abs": 0.0, "rel": rate_tol(row, True)}})]
+                              "tolerance": rate_tol(row, True)})]
 
 
 def stream_figures(session: Context, row: StreamRow, arch: str):
@@ -214,7 +213,7 @@ def _whole_gpu(row: StreamRow, figs: analysis.StreamFigures, share: float) -> Me
     runs on its own clock: the same board's GB/s repeated closer night to night than that sum
     per SM clock (docs/movement.md, lab notes; the sum also counts a CTA that ran alone at
     the start or end of a launch at the rate it had alone)."""
-    tol = {"abs": 0.0, "rel": rate_tol(row, True)}
+    tol = rate_tol(row, True)
     key = f"movement.bandwidth.{row.id}.gpu"
     if row.level is Level.DRAM:
         return Measurement(key, figs.gbps.value, "GB/s", figs.gbps.spread,
@@ -280,7 +279,7 @@ def tma_bandwidth(session: Context, row: TmaBwRow, arch: str) -> Measured:
                                     where=where, trips=list(TMA_TRIPS),
                                     reps=repeats_for(session, row.level)),
         data={"gpu_gbps": round(figs.gbps.value, 1), "sass_unit": st.unit(session, probe),
-              "tolerance": {"abs": 0.0, "rel": RATE_TOL_REL[row.level]}}),
+              "tolerance": rate_tol(row)}),
         sass=st.sass(session, probe),
         checks=figs.checks)
 
@@ -299,4 +298,4 @@ def tma_knee(session: Context, level: Level, arch: str, artifact) -> Measured:
         method=f"smallest cp.async.bulk size of {list(TMA_SIZES)} whose per-SM rate reaches "
                f"{TMA_KNEE_SHARE:.0%} of the best size's",
         data={"rates_bytes_per_clk": dict(zip(TMA_SIZES, [round(r, 2) for r in rates])),
-              "tolerance": {"abs": 0.0, "rel": 0.0}}))
+              "tolerance": st.tol("count")}))

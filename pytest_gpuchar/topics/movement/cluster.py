@@ -14,8 +14,8 @@ from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
-from .rows import (BARRIER_LENGTHS, BARRIER_TOL, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM,
-                   LATENCY_TOL, LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
+from .rows import (BARRIER_LENGTHS, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM,
+                   LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
                    DsmRow, Sync, SyncRow)
 from . import state as st
 
@@ -91,7 +91,7 @@ def dsm_latency(session: Context, row: DsmRow, arch: str) -> Measured:
     method = METHOD_DSM.format(op=DSM_OPS[row.flavour.value], c=c, n_slots=DSM_SLOTS,
                                lengths=list(DSM_LENGTHS), reps=session.repeats, last=c - 1)
     data = {"by_rank_offset": figs.by_offset, "matrix_cta_by_offset": figs.matrix, "sms": sms,
-            "sass_unit": st.unit(session, probe), "tolerance": dict(LATENCY_TOL)}
+            "sass_unit": st.unit(session, probe), "tolerance": st.tol("latency")}
     key = f"movement.dsm.latency.{row.flavour.value}.c{c}"
     return Measured(*[Measurement.of_value(
         f"{key}.{where}", m.value, "cycles", spread=m.spread, unstable=m.why_unstable,
@@ -169,7 +169,7 @@ def sync(session: Context, row: SyncRow, arch: str) -> Measured:
         method=METHOD_SYNC.format(lengths=list(lengths), what=SYNC_WHAT[row.kind], c=c,
                                   threads=threads, reps=session.repeats),
         data={"cycles": cycles, "sass_unit": st.unit(session, probe),
-              "tolerance": dict(BARRIER_TOL)}), sass=st.sass(session, probe))
+              "tolerance": st.tol("barrier")}), sass=st.sass(session, probe))
 
 
 # --- launches ------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def launch(session: Context, c: int, arch: str) -> Measured:
         return Measured(checks=[f"no launch figure for clusters of {c}: {res.why}"])
     label = "plain" if c == 1 else f"c{c}"
     data = {"gap_median_cycles": res.gap, "blocks_per_sm_seen": res.counts,
-            "ctas_per_wave": per_wave, "tolerance": {"abs": 5.0, "rel": 0.05}}
+            "ctas_per_wave": per_wave, "tolerance": st.tol("launch")}
     if c != 1 and ("movement", "launch", 1) in session.runs:
         plain = session.runs.once(("movement", "launch", 1), lambda: None)[0]
         data["ratio_to_plain"] = round(res.value / plain.value, 3) if plain.value else None

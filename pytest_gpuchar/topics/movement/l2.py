@@ -16,8 +16,8 @@ from ...core.runner import ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
-from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LATENCY_TOL, LOADED_LENGTHS,
-                   LOADED_REPEATS, LOADED_SHARES, LOADED_TOL, LOADED_TRIPS, LOADED_WAIT_NS,
+from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LOADED_LENGTHS,
+                   LOADED_REPEATS, LOADED_SHARES, LOADED_TRIPS, LOADED_WAIT_NS,
                    L2Figure)
 from . import state as st
 from .state import passes
@@ -123,7 +123,7 @@ def l2_by_sm(session: Context, row: L2Figure, arch: str, artifact) -> Measured:
                               lengths=list(L2_LENGTHS), reps=session.repeats, what=WHAT[row])
     if row is L2Figure.PARTITIONS:
         f = Measurement("movement.l2.partitions", float(len(m.groups)), "count", method=method,
-                        data={**data, "tolerance": {"abs": 0.0, "rel": 0.0}})
+                        data={**data, "tolerance": st.tol("count")})
         return Measured(f, sass=st.sass(session, probe))
     far = row in (L2Figure.FAR, L2Figure.ATOMIC_FAR)
     if far and len(m.one_level) == len(sms):
@@ -137,7 +137,7 @@ def l2_by_sm(session: Context, row: L2Figure, arch: str, artifact) -> Measured:
         why = (f"a far level in {m.far_repeats} of {session.repeats} launches: its spread over "
                f"them is unknown")
     return Measured(Measurement(KEYS[row], value, "cycles", spread, why, method=method,
-                                data={**data, "tolerance": dict(LATENCY_TOL)}),
+                                data={**data, "tolerance": st.tol("latency")}),
                     sass=st.sass(session, probe))
 
 
@@ -224,7 +224,7 @@ def loaded(session: Context, share: int, arch: str, artifact) -> Measured:
                 f"{slice_ // MIB} MiB each) are streaming"),
         data={"cycles": cycles, "streamers": point.streamers,
               "achieved_gbps": round(point.gbps, 1), "covered": point.covered,
-              "sass_unit": st.unit(session, probe), "tolerance": dict(LOADED_TOL)})
+              "sass_unit": st.unit(session, probe), "tolerance": st.tol("loaded")})
     if not point.covered and not m.unstable:
         m.unstable = "a chase ran outside the streamers' window: the load did not cover it"
     return Measured(m, sass=st.sass(session, probe))

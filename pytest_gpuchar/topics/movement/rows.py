@@ -245,11 +245,9 @@ DSM_STREAM = StreamRow(Stream.DSM, 16, 8, (16, 32, 64), Level.L1, Region.SHARED,
 BW_SPREAD_REL = 0.02            # per-repeat rates spread wider than this: unstable
 # Stream rates per level the data comes from. SPREAD: how far a run's launches may scatter
 # (max - min of the per-launch rates, share of the value) before the figure is unstable; L2
-# and device-memory launches scatter more while their median repeats. TOL: the relative
-# tolerance the median is judged with, from how well one board repeats it; a whole-GPU sum
-# takes at least 2%. The ranges and nights behind both: docs/movement.md, lab notes.
+# and device-memory launches scatter more while their median repeats (the ranges and nights:
+# docs/movement.md, lab notes; the tolerances: expectations/tolerances.yaml).
 RATE_SPREAD_REL = {Level.L1: BW_SPREAD_REL, Level.L2: 0.03, Level.DRAM: 0.12}
-RATE_TOL_REL = {Level.L1: 0.01, Level.L2: 0.02, Level.DRAM: 0.05}
 
 # Documented peaks. Shared memory: 32 banks of 32 bits per clock (CUDA C++ Programming
 # Guide, "Shared Memory" of compute capability 5.x and later). Device memory: NVIDIA's
@@ -330,15 +328,6 @@ CP_ASYNC_CG_SPREAD_REL = 0.15
 DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter this much (the
                          # memory topic's device-memory rows); the median is judged
 
-
-# Tolerances recorded with the latency figures: boards of one kind read these latencies a few
-# % apart (the cluster barrier and the loaded latency more) while each board repeated itself
-# closely: the expectations hold for a fleet, so they take the spread between boards
-# (docs/movement.md, lab notes).
-LATENCY_TOL = {"abs": 2.0, "rel": 0.04}
-BARRIER_TOL = {"abs": 2.0, "rel": 0.07}
-LOADED_TOL = {"abs": 5.0, "rel": 0.1}
-DRAM_TOL = {"abs": 2.0, "rel": 0.05}
 
 # Rows whose kernels stop the GPU: measured, they would take every later hardware test with
 # them, so their hardware test is skipped with this reason (the static SASS check still runs).

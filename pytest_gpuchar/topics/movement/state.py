@@ -16,6 +16,7 @@ from ...core.probe import Probe
 from ...core.runner import Launch
 from ...core.topic import Context
 from ...core.verify import Verdict
+from ...results import tolerances
 from .rows import STREAM_ROWS, TMA_STAGE, TMA_TRIPS, Region
 
 
@@ -61,6 +62,12 @@ def unit(session: Context, probe: Probe) -> dict:
 
 
 # --- geometry ------------------------------------------------------------------------------------
+
+def tol(kind: str) -> dict:
+    """The tolerance of `kind` a movement figure records for a new expectation entry
+    (expectations/tolerances.yaml)."""
+    return tolerances.of("movement", kind)
+
 
 def sms(session: Context) -> int:
     return session.gpu.dev.sm_count

@@ -16,8 +16,7 @@ from ...core.driver import TensorMapRejected
 from ...core.topic import Context
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
 from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
-                   CP_ASYNC_CG_SPREAD_REL, DRAM_TOL,
-                   LATENCY_TOL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
+                   CP_ASYNC_CG_SPREAD_REL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
                    MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from . import state as st
@@ -155,7 +154,7 @@ def tma_latency(session: Context, row: TmaRow, arch: str) -> Measured:
         method=METHOD_TMA.format(what=WHAT[row.mechanism], lengths=list(TMA_LENGTHS),
                                  reps=reps, where=WHERE[row.level]),
         data={"cycles": cycles, "sass_unit": st.unit(session, probe), "bytes": TMA_BYTES,
-              "tolerance": dict(DRAM_TOL if row.level is Level.DRAM else LATENCY_TOL)}),
+              "tolerance": st.tol("latency_dram" if row.level is Level.DRAM else "latency")}),
         sass=st.sass(session, probe))
 
 
@@ -208,7 +207,7 @@ def multicast(session: Context, row: MulticastRow, arch: str) -> Measured:
                f"{list(MULTICAST_LENGTHS)} rounds of CTA 0's %clock64 cycles, median of "
                f"{session.repeats} launches; blocks L2-resident",
         data={"cycles": cycles, "sass_unit": st.unit(session, probe),
-              "tolerance": dict(LATENCY_TOL)}), sass=st.sass(session, probe))
+              "tolerance": st.tol("latency")}), sass=st.sass(session, probe))
 
 
 # --- cp.async, mbarriers, fences -----------------------------------------------------------------
@@ -330,4 +329,4 @@ def async_row(session: Context, kind: Async, arch: str) -> Measured:
         method=f"{ASYNC_METHOD[kind]}; slope of %clock64 cycles over {list(lengths)} steps, "
                f"one thread, second pass, median of {launches} launches after a warm-up",
         data={"cycles": cycles, "sass_unit": st.unit(session, probe),
-              "tolerance": dict(LATENCY_TOL)}), sass=st.sass(session, probe))
+              "tolerance": st.tol("latency")}), sass=st.sass(session, probe))

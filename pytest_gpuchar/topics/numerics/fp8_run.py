@@ -14,6 +14,7 @@ from ...core.build import Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch
 from ...core.topic import Context, Notes
+from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
 from ...results.plots import plain_log_ticks, pyplot, save
 from . import analysis, reference
@@ -22,8 +23,6 @@ from . import fp8_questions as q
 from . import fp8_wgmma as fw
 
 
-TOL = {"bool": {"abs": 0}, "bits": {"abs": 0}, "count": {"abs": 0}}
-K_TOL = {"abs": 1e-12, "rel": 0.01}      # fixed seeds: a deterministic tensor core repeats
 LAYOUT_TOL = 2.0 ** -6                   # relative to |A||B| + |C|: a 14-bit accumulator's
                                          # truncation stays far below, a wrong layout not
 METHOD = "Fasi et al. 2021 style probe on {instr} ({sass}), one 64x8 tile per case: {detail}"
@@ -174,7 +173,7 @@ def question(session: Context, record: Notes, row: q.Fp8Row, arch: str) -> Measu
         raise NotApplicable(f"{row.key}: {got.detail[:200]}")
     return Measured(Measurement(row.key, value, unit, method=method,
                                 detail=f"consistent modes: {got.modes}" if mode else "",
-                                data={"tolerance": TOL[unit], "modes": got.modes,
+                                data={"tolerance": tolerances.of("numerics", unit), "modes": got.modes,
                                       "cases": [str(c) for c in got.cases[:40]]}))
 
 
@@ -222,7 +221,7 @@ def k_growth(session: Context, in_type: str, arch: str,
               f"chained {s.instruction} over K/32 steps (C = previous D, f32), mean l2 "
               f"relative error against the exact product (math.fsum of the exact products)")
     figures = [Measurement(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k], "error",
-                           method=method, data={"tolerance": K_TOL, "models": {
+                           method=method, data={"tolerance": tolerances.of("numerics", "k_errors"), "models": {
                                m: v[k] for m, v in models.items()}}) for k in q.K_REPORTED]
     _plot(artifact, scratch, in_type, arch, measured, models)
     return Measured(*figures, checks=checks)

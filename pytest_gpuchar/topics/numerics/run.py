@@ -17,6 +17,7 @@ from ...core.build import Built, Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch
 from ...core.topic import Checked, Context, Notes
+from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, reference, rows
 from . import fasi as questions
@@ -27,9 +28,6 @@ from .rows import MmaRow
 
 THREADS = 128   # 4 warps (tiles) per block
 BITS_TAG = "tensor-core-bits"     # the snapshot directory of the bit snapshots
-ELEMENT_TOL = {"abs": 1e-12, "rel": 0.05}   # fixed seeds: a deterministic tensor core repeats
-FASI_TOL = {"bool": {"abs": 0}, "bits": {"abs": 0}, "count": {"abs": 0}}
-CHAIN_TOL = {"abs": 1e-12, "rel": 0.1}
 METHOD_FASI = "Fasi et al. 2021 style probe on {instr} ({sass}): {detail}"
 METHOD_CHAIN = (f"seed 004 Figs 19-20: {rows.CHAIN_TRIALS} chains of 16x8 by 8x8 products on "
                 f"{{instr}} (k beyond 8 zero), D converted to the input type for the next link "
@@ -220,7 +218,7 @@ def elementwise(session: Context, record: Notes, row: rows.ElementRow,
     res = profile(session, s, row.op, row.init)
     stat = res.stat(row.col)
     method = _element_method(row, res, path)
-    data = {"tolerance": ELEMENT_TOL, "max_abs": stat.max_abs,
+    data = {"tolerance": tolerances.of("numerics", "element"), "max_abs": stat.max_abs,
             "exact_fraction": stat.exact_fraction, "n": stat.n,
             "vs_exact_rounded_once": dataclasses.asdict(res.vs_exact), "sass": path.describe()}
     if not stat.finite:
@@ -252,7 +250,7 @@ def fasi(session: Context, record: Notes, row: rows.FasiRow,
         return Measured(Measurement(
             key, float(path.native), "bool",
             method=f"driver JIT SASS of {s.instruction}: {path.describe()}",
-            data={"tolerance": FASI_TOL["bool"], "sass": path.describe()}))
+            data={"tolerance": tolerances.of("numerics", "bool"), "sass": path.describe()}))
     base, mode = row.asked
     got = answers(session, s).get(base)
     if got is None:
@@ -272,7 +270,7 @@ def fasi(session: Context, record: Notes, row: rows.FasiRow,
         record.note(Result(key, arch, Status.INFO, method=method, detail=got.detail[:300]))
         raise NotApplicable(f"{key}: {got.detail[:200]}")
     return Measured(Measurement(key, value, unit, method=method, detail=detail,
-                                data={"tolerance": FASI_TOL[unit],
+                                data={"tolerance": tolerances.of("numerics", unit),
                                       "cases": [str(c) for c in got.cases[:40]],
                                       "modes": got.modes}))
 
@@ -314,13 +312,13 @@ def chain(session: Context, row: rows.ChainRow, arch: str) -> Measured:
                                               f"overflowed (inf/nan) by link {n}"))
         else:
             figures.append(Measurement(key, c.mean_err[n - 1], "error", method=method,
-                                       data={"tolerance": CHAIN_TOL}))
+                                       data={"tolerance": tolerances.of("numerics", "chain")}))
     if row.in_type == "f16":
         ov = c.overflow_link()
         figures.append(Measurement(
             f"{row.label}.overflow_link", float(ov) if ov else float("nan"), "count",
             method=method + "; first link after which >= 50% of chains hold inf/nan",
-            data={"tolerance": {"abs": 1}, "overflowed": c.overflowed}))
+            data={"tolerance": tolerances.of("numerics", "overflows"), "overflowed": c.overflowed}))
     return Measured(*figures,
                     checks=analysis.chain_observations(row, cs, rows.CHAIN_LINKS))
 

@@ -23,6 +23,7 @@ from ...core.probe import Probe
 from ...core.runner import Launch as Geometry
 from ...core.runner import Order, Plan
 from ...core.topic import Checked, Context
+from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
 from . import analysis, kernels, rows
 from .kernels import BAR_UNROLL, BLOCK, BLOCKS_PER_SM, REC_WORDS, STAMP_WORDS, ThroughputProbe
@@ -58,10 +59,14 @@ METHOD_LAUNCH = {
                         "measured rate: 4 schedulers x 32 lanes / max results/clk/SM of the "
                         "single-result throughput rows measured in this session (FFMA at least)",
 }
-# tolerances for a measured (per-device) expectation entry, recorded with the figures
-TOL_FMA, TOL_UNIT, TOL_BAR = {"rel": 0.02}, {"rel": 0.03}, {"abs": 2, "rel": 0.1}
-TOL_LAUNCH = {LaunchCost.WARP: {"abs": 0.25, "rel": 0.1}, LaunchCost.BLOCK: {"abs": 5, "rel": 0.1},
-              LaunchCost.ISSUE_CYCLE: {"abs": 0.05}}
+# the kind of tolerance (expectations/tolerances.yaml) each launch figure proposes
+TOL_LAUNCH = {LaunchCost.WARP: "warp_launch", LaunchCost.BLOCK: "block_launch",
+              LaunchCost.ISSUE_CYCLE: "issue_cycle"}
+
+
+def tol(kind: str) -> dict:
+    """The tolerance of `kind` a figure records for a new expectation entry."""
+    return tolerances.of("throughput", kind)
 
 
 def groups(arch: str) -> list[Group]:
@@ -200,7 +205,7 @@ def fma(session: Context, row: ThroughputRow, arch: str) -> Measured:
     data = {"sass_unit": m.verdict.unit, "loop_control": m.verdict.loop_control,
             "cycles_per_sm": _by_trip(m.cycles), "results_per_sm": _by_trip(m.results_per_sm),
             "sms": m.sms, "warps_per_sm": m.warps_per_sm, "wall_ms": m.wall_ms,
-            "peak": peak, "peak_source": rows.PEAK_SOURCE, "tolerance": dict(TOL_FMA)}
+            "peak": peak, "peak_source": rows.PEAK_SOURCE, "tolerance": tol("fma")}
     figures = [Measurement.of_rate(f"throughput.fma.{row.name}", m.as_rate(), "fma/clk/SM",
                                   method=m.method, data=data)]
     if peak:
@@ -210,13 +215,13 @@ def fma(session: Context, row: ThroughputRow, arch: str) -> Measured:
             method=f"measured fma/clk/SM over the documented peak {peak:g} ({rows.PEAK_SOURCE})",
             detail=(f"{unit} ({row.unit_fu}) reached {frac:.1%} of its documented peak "
                     f"{peak:g} fma/clk/SM ({m.rate:.1f} measured)"),
-            data={"peak": peak, "tolerance": {"abs": 0.02}}))
+            data={"peak": peak, "tolerance": tol("peak_fraction")}))
     if row.name != "ffma":
         base = measured(session, rows.ROWS["ffma"], arch)
         figures.append(Measurement(
             f"throughput.ratio.{row.name}_per_ffma", m.rate / base.rate, "ratio",
             method="measured fma/clk/SM of this row over FFMA's (same method)",
-            data={"ffma": base.rate, "tolerance": dict(TOL_FMA)}))
+            data={"ffma": base.rate, "tolerance": tol("fma")}))
     return Measured(*figures, sass=m.sass())
 
 
@@ -234,7 +239,7 @@ def operand_audit(session: Context, row: ThroughputRow, arch: str) -> Measured:
                 f"registers, {base.rate:.1f} with two ({m.rate / base.rate:.1%})"),
         data={"sass_unit": m.verdict.unit, "two_registers": base.rate,
               "share_of_two_registers": round(m.rate / base.rate, 4), "peak": peak,
-              "cycles_per_sm": _by_trip(m.cycles), "tolerance": dict(TOL_FMA)}),
+              "cycles_per_sm": _by_trip(m.cycles), "tolerance": tol("fma")}),
         sass=m.sass())
 
 
@@ -250,7 +255,7 @@ def units(session: Context, row: ThroughputRow, arch: str) -> Measured:
               "functional_unit": row.unit_fu, "peak": peak,
               "peak_fraction": None if not peak else round(m.rate / peak, 4),
               "cycles_per_sm": _by_trip(m.cycles), "sms": m.sms,
-              "warps_per_sm": m.warps_per_sm, "tolerance": dict(TOL_UNIT)}), sass=m.sass())
+              "warps_per_sm": m.warps_per_sm, "tolerance": tol("unit")}), sass=m.sass())
 
 
 def benchmark(bench, session: Context, row: ThroughputRow, arch: str) -> None:
@@ -320,7 +325,7 @@ def bar_sync(session: Context, threads: int, arch: str) -> Measured:
         f"throughput.bar_sync.nt{threads}", b.fit, "cycles",
         method=METHOD_BAR.format(nt=threads, u=BAR_UNROLL, trips=list(BAR_TRIPS), reps=reps),
         data={"sass_unit": b.verdict.unit, "loop_control": b.verdict.loop_control,
-              "block_cycles": _by_trip(b.cycles), "tolerance": dict(TOL_BAR)}), sass=b.sass)
+              "block_cycles": _by_trip(b.cycles), "tolerance": tol("bar_sync")}), sass=b.sass)
 
 
 # --- launch overheads ----------------------------------------------------------------------
@@ -385,7 +390,7 @@ def launch(session: Context, kind: LaunchCost, arch: str) -> Measured:
         key, res.value, "cycles", spread=res.spread, unstable=res.why if res.unstable else "",
         method=METHOD_LAUNCH[kind].format(
             w=list(WARPS), b=list(SERIAL_BLOCKS), reps=reps),
-        data={**data, "tolerance": dict(TOL_LAUNCH[kind])}), sass=text)
+        data={**data, "tolerance": tol(TOL_LAUNCH[kind])}), sass=text)
 
 
 def issue_cycle(session: Context, arch: str) -> Measured:
@@ -404,4 +409,4 @@ def issue_cycle(session: Context, arch: str) -> Measured:
         "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles",
         method=METHOD_LAUNCH[LaunchCost.ISSUE_CYCLE],
         data={"fastest_row": best, "rate": rates[best], "rows_seen": len(rates),
-              "tolerance": dict(TOL_LAUNCH[LaunchCost.ISSUE_CYCLE])}))
+              "tolerance": tol(TOL_LAUNCH[LaunchCost.ISSUE_CYCLE])}))

@@ -21,6 +21,7 @@ from ....results.plots import pyplot, save
 from . import kernels as cl
 from ..wgmma import kernels as wd
 from .kernels import Load, LoadSummary
+from ..tolerance import tol
 from ..wgmma.run import inputs as wgmma_inputs
 
 
@@ -28,13 +29,11 @@ WINDOW_S = 0.25
 WINDOWS = {Load.IDLE: 2, Load.FFMA: 6, Load.WGMMA: 6, Load.HBM: 6}
 CAL_ITERS = {Load.IDLE: 2000, Load.FFMA: 20000, Load.WGMMA: 20000, Load.HBM: 2000}
 ORDER = (Load.IDLE, Load.FFMA, Load.WGMMA, Load.HBM)
-TOL = {"rel": 0.01}
 # Clocks are the board's (power limit, cooling, the clock the last load left): boards of one
 # kind read the sustained clock under wgmma a few % apart, and the first window's clock under
 # the HBM stream (the boost's ramp, not a steady state) further apart (docs/hopper.md, lab
-# notes). The per-clock figures keep TOL.
-CLOCK_TOL = {"rel": 0.03}
-FIRST_TOL = {"rel": 0.1}
+# notes). The clock figures take the tolerance "clock", the first window's "first_clock", the
+# per-clock figures "clock_load" (expectations/tolerances.yaml).
 CLOCK_FIGURES = ("sm_clock_mhz", "sm_clock_vs_idle", "wall_vs_peak_at_max_clock")
 MAX_ITERS = 2 ** 31 - 1
 
@@ -171,13 +170,13 @@ def campaign(session: Context, arch: str) -> Campaign:
 # --- the figures ----------------------------------------------------------------------------
 
 def _figure(key: str, value: float, spread: float, unit: str, method: str, data: dict,
-            detail: str = "", tol: dict | None = None) -> Measurement:
-    if tol is None:
-        tol = CLOCK_TOL if key.endswith(CLOCK_FIGURES) else TOL
+            detail: str = "", kind: str | None = None) -> Measurement:
+    if kind is None:
+        kind = "clock" if key.endswith(CLOCK_FIGURES) else "clock_load"
     why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
            if spread > 0.01 * abs(value) else "")
     m = Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
-                             data={"tolerance": dict(tol), **data})
+                             data={"tolerance": tol(kind), **data})
     m.detail = detail
     return m
 
@@ -209,7 +208,7 @@ def load_figures(session: Context, load: Load, arch: str) -> Measured:
     if load is not Load.IDLE:
         idle = c.summaries[Load.IDLE].mhz()[0]
         first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz, 0.0, "MHz", method,
-                        {"window_s": WINDOW_S}, tol=FIRST_TOL)
+                        {"window_s": WINDOW_S}, kind="first_clock")
         # one sample of the ramp from the boost clock down to the sustained clock: where on it
         # the first window falls moves from night to night, so its spread, the nightly's noise,
         # is the ramp's height, and no less than the range this load's windows span: one

@@ -18,13 +18,11 @@ from ..wgmma import analysis as wa
 from ..wgmma import run as wgmma_depth_run
 from ..mma.probes import WARP
 from ..wgmma.rows import row as depth_row
+from ..tolerance import tol
 
 
 REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"
-TOL = {"abs": 0.5, "rel": 0.01}
-# the best stable point's throughput, as the sweeps' points
-THROUGHPUT_TOL = {"abs": 2.0, "rel": 0.05}
 METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass}); W warps on "
           "one SM after a bar.sync, each ILP independent accumulator chains in a counted loop "
           "of {steps} ops per chain per trip between two %clock64 reads, every op loading its "
@@ -104,7 +102,7 @@ def figures(session: Context, r: fe.EmulationRow, arch: str) -> Measured:
     out = [_figure(f"{r.key}.accumulate_chain_cycles", base.latency, base.lat_spread,
                    base.lat_why, "cycles/op", "1 warp, one chain: cycles per op of a C-dependent "
                    "chain (C enters only the 4 FADD; the HMMAs of consecutive ops are "
-                   "independent); " + method, {"tolerance": dict(TOL), "sass_unit": run.unit})]
+                   "independent); " + method, {"tolerance": tol("emulated"), "sass_unit": run.unit})]
     grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
     if top is None:   # reported, flagged: the best point, with why none could be trusted
         best = max(run.points, key=lambda p: p.throughput)
@@ -116,17 +114,17 @@ def figures(session: Context, r: fe.EmulationRow, arch: str) -> Measured:
         return Measured(*out, sass=run.sass)
     where = f"best stable point: {top.warps} warps, ILP {top.ilp}"
     out += [_figure(f"{r.key}.throughput", top.throughput, top.thr_spread, "", "flop/clk/SM",
-                    f"{where}; " + method, {"tolerance": dict(THROUGHPUT_TOL), "grid": grid,
+                    f"{where}; " + method, {"tolerance": tol("emulated_throughput"), "grid": grid,
                                             "skipped": run.skipped}),
             _figure(f"{r.key}.vs_native_peak", top.throughput / r.native_peak,
                     top.thr_spread / r.native_peak, "", "ratio",
                     f"emulated throughput over the native FP8 dense peak {r.native_peak} "
-                    f"FLOP/clk/SM ({r.peak_source})", {"tolerance": {"abs": 0.01}})]
+                    f"FLOP/clk/SM ({r.peak_source})", {"tolerance": tol("emulated_fraction")})]
     native = wa.best(wgmma_depth_run.row_run(session, depth_row(NATIVE), arch).points)
     if native is not None:
         out.append(_figure(f"{r.key}.vs_native_wgmma", top.throughput / native.throughput,
                            0.0, "", "ratio",
                            f"emulated throughput over the native wgmma {NATIVE} measured in this "
                            f"session ({native.throughput:.0f} FLOP/clk/SM at {native.label})",
-                           {"tolerance": {"abs": 0.01}}))
+                           {"tolerance": tol("emulated_fraction")}))
     return Measured(*out, sass=run.sass)

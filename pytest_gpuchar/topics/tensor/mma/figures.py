@@ -17,6 +17,7 @@ from .probes import Unsupported
 from .rows import (HOPPER_PEAK_SOURCE, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP, STEPS,
                    WGMMA_LAT_TRIPS, WGMMA_STEPS, Kind, TensorRow, WgmmaRow, has_wgmma)
 from .run import Sweep, sweep
+from ..tolerance import tol
 
 
 METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independent accumulator "
@@ -35,23 +36,13 @@ METHOD = ("one block of {warps} warp(s) on one SM; each warp runs ILP independen
           "they bias throughput low by their share of a trip (about 20 cycles against "
           "{steps} steps, data: loop)")
 
-# Tolerances recorded with each figure (data["tolerance"]).
-LAT_TOL = {"abs": 1.0, "rel": 0.05}
-CONV_LAT_TOL = {"abs": 2.0, "rel": 0.25}   # the convergence ILP may move by one step
-# multi-warp points: with unrolled chains the 8-warp points (a start skew not small against
-# their spans) differed widely between runs; the loops keep the skew under 1% of the span, so
-# the multi-warp figures get the peaks' tolerance (docs/tensor.md, lab notes)
-MW_TOL = {4: {"abs": 2.0, "rel": 0.05}, 8: {"abs": 2.0, "rel": 0.05}}
-PEAK4_TOL = {"abs": 1.0, "rel": 0.05}
-PEAK_TOL = {"abs": 1.0, "rel": 0.05}
-# issue 13 asks the completion latency to repeat within 2% (repeatability); boards and nights
-# span more (docs/tensor.md, lab notes), so a nightly calls it moved beyond 3%
-WGMMA_LAT_TOL = {"rel": 0.03}
+# Tolerances recorded with each figure (data["tolerance"]), by kind: expectations/
+# tolerances.yaml (the multi-warp points' reason: docs/tensor.md, lab notes).
 
 
-def wgmma_tol(row: WgmmaRow) -> dict:
-    """wgmma N=256 chains (128 cycles per wgmma) showed ~8% slope spread over 4/8/16."""
-    return {"abs": 1.0, "rel": 0.08 if row.n >= 256 else 0.03}
+def wgmma_tol(row: WgmmaRow, kind: str = "wgmma") -> dict:
+    """wgmma N=256 chains (128 cycles per wgmma) have their own tolerances."""
+    return tol(kind.replace("wgmma", "wgmma_n256", 1) if row.n >= 256 else kind)
 
 
 def _figure(key: str, value, spread: float, unstable: bool, why: str, *, unit: str,
@@ -120,12 +111,12 @@ def _convergence(s: Sweep, row: TensorRow, pts: dict, w: int, method: str) -> li
                 unit=row.unit, method=method.replace("W warp(s)", f"{w} warps")
                 + f"; convergence point ILP {c.ilp} (smallest ILP within 5% of the best, "
                 f"{best:.1f})",
-                data={"tolerance": MW_TOL[w], "ilp": c.ilp, "best": best,
+                data={"tolerance": tol("multi_warp"), "ilp": c.ilp, "best": best,
                       "candidate_ilps": sorted(p.ilp for p in cand), **data}),
         _figure(f"{row.key}.latency_w{w}", c.latency, lat_sp, c.unstable, c.why,
                 unit="cycles", method=f"latency per chain step at the convergence point "
                 f"({w} warps, ILP {c.ilp}); " + method,
-                data={"tolerance": CONV_LAT_TOL if w == 4 else MW_TOL[w], "ilp": c.ilp, **data}),
+                data={"tolerance": tol("convergence_latency" if w == 4 else "multi_warp"), "ilp": c.ilp, **data}),
     ]
 
 
@@ -150,8 +141,7 @@ def _peaks(s: Sweep, row: TensorRow, pts: dict, method: str) -> list:
     the peak unstable rather than low."""
     grid = _grid(pts)
     out = []
-    for suffix, max_w, tol in (("throughput_peak_w4", 4, PEAK4_TOL),
-                               ("throughput_peak", None, PEAK_TOL)):
+    for suffix, max_w in (("throughput_peak_w4", 4), ("throughput_peak", None)):
         top = analysis.peak(pts, max_warps=max_w)
         if top is None:
             out.append(_figure(f"{row.key}.{suffix}", float("nan"), 0.0, True,
@@ -169,7 +159,7 @@ def _peaks(s: Sweep, row: TensorRow, pts: dict, method: str) -> list:
             f"{SKEW_SHARE_MAX:.0%} of the span and independent of the trip count) "
             f"({top.warps} warps, ILP {top.ilp}; median over launches, its spread recorded); "
             + method,
-            data={"tolerance": tol, "warps": top.warps, "ilp": top.ilp,
+            data={"tolerance": tol("peak"), "warps": top.warps, "ilp": top.ilp,
                   **_point_data(s, row.kind, row.name, top), **grid}))
     return out
 
@@ -184,7 +174,7 @@ def _achieved_peak(row: TensorRow, arch: str, peak_figure: Measurement) -> list:
     return [Measurement(f"{row.key}.achieved_peak", peak_figure.value / peak, "ratio",
                         (peak_figure.spread or 0.0) / peak, peak_figure.unstable,
                         method=f"throughput_peak / documented peak {peak:g} {row.unit} "
-                        f"({source})", data={"peak": peak, "tolerance": {"abs": 0.03}})]
+                        f"({source})", data={"peak": peak, "tolerance": tol("achieved_peak")})]
 
 
 def _falls(row: TensorRow, pts: dict) -> tuple[list[str], int]:
@@ -210,7 +200,7 @@ def sweep_row(session: Context, row: TensorRow, arch: str, artifact=None) -> Mea
     figures = [_figure(f"{row.key}.completion_latency", first.latency, first.lat_spread,
                        first.unstable, first.why, unit="cycles",
                        method=method.replace("W warp(s)", "1 warp") + "; ILP 1",
-                       data={"tolerance": LAT_TOL, "cycles": first.cycles,
+                       data={"tolerance": tol("latency"), "cycles": first.cycles,
                              **_point_data(s, row.kind, row.name, first)})]
     for w in (4, 8):
         figures += _convergence(s, row, pts, w, method)
@@ -244,11 +234,11 @@ def wmma_row(session: Context, row: TensorRow, arch: str) -> Measured:
     return Measured(
         _figure(f"{row.key}.completion_latency", lat.latency, lat.lat_spread, lat.unstable,
                 lat.why, unit="cycles", method=method + "; ILP 1",
-                data={"tolerance": LAT_TOL, **_point_data(s, row.kind, row.name, lat)}),
+                data={"tolerance": tol("latency"), **_point_data(s, row.kind, row.name, lat)}),
         _figure(f"{row.key}.cycles", ind.latency / ilp, ind.lat_spread / ilp, ind.unstable,
                 ind.why, unit="cycles/op",
                 method=method + f"; ILP {ilp}: cycles per wmma of an independent sequence",
-                data={"tolerance": LAT_TOL, "fma_per_clk_warp": ind.throughput,
+                data={"tolerance": tol("latency"), "fma_per_clk_warp": ind.throughput,
                       **_point_data(s, row.kind, row.name, ind)}),
         sass=s.sass[row.kind, row.name])
 
@@ -290,7 +280,7 @@ def _wgmma_latency(s: Sweep, row: WgmmaRow) -> Measurement:
     # while the warps' slopes did not: docs/tensor.md, lab notes)
     return _figure(key, lat.latency, lat.lat_spread, bool(lat.lat_why), lat.lat_why,
                    unit="cycles",
-                   method=method, data={"tolerance": WGMMA_LAT_TOL, "cycles": lat.cycles,
+                   method=method, data={"tolerance": tol("wgmma_latency"), "cycles": lat.cycles,
                                         "trips": list(lat.trips),
                                         "loop": s.loops.get(f"wgmma/{row.name}/ilp1", {})})
 
@@ -339,7 +329,7 @@ def wgmma_row(session: Context, row: WgmmaRow, arch: str, artifact=None) -> Meas
                 best.thr_spread / row.peak, False, "", unit="ratio",
                 method=f"throughput / documented dense peak {row.peak} FLOP/clk/SM "
                 f"({HOPPER_PEAK_SOURCE})",
-                data={"tolerance": {"abs": 0.08 if row.n >= 256 else 0.03}}),
+                data={"tolerance": wgmma_tol(row, "wgmma_achieved_peak")}),
     ]
     if len(pts) > 1:
         _plot(artifact, pts, f"tensor-wgmma-{row.name}-{arch}.png",

@@ -15,6 +15,7 @@ from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import pyplot, save
 from ..mma import operands
+from ..tolerance import tol
 from . import kernels as wd
 from . import analysis as wa
 from .rows import LATENCY, ROWS, DepthRow, row as depth_row
@@ -23,8 +24,6 @@ from .rows import LATENCY, ROWS, DepthRow, row as depth_row
 TRIPS = (128, 256, 384)
 REPEATS = 7
 WARPGROUP = 128
-TOL_LATENCY = {"abs": 1.0, "rel": 0.01}
-TOL_RATE = {"rel": 0.01}
 METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
           "wgmma.fence, C wgmma ({instr}, A and B from shared memory, K-major, swizzle "
           "{swizzle}) on C independent accumulators, commit_group, wait_group w (0: the trip's "
@@ -163,7 +162,7 @@ def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
                     f"control {run.trips[LATENCY.tag]['loop_control']} included; the "
                     "completion latency, not the issue interval the papers print as wgmma "
                     "latency); " + method,
-                    {"tolerance": dict(TOL_LATENCY), "spans": pt.spans})]
+                    {"tolerance": tol("depth_latency"), "spans": pt.spans})]
 
 
 def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
@@ -179,10 +178,10 @@ def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     where = f"best stable point {top.label} ({wa.in_flight(top)} wgmma in flight per SM)"
     out = [_figure(f"{r.key}.throughput", top.throughput, top.spread, why, "flop/clk/SM",
                    f"{where}: 2*64*N*K per wgmma x C x W / SM cycles per trip; " + method,
-                   {**data, "tolerance": dict(TOL_RATE), "best": top.label}),
+                   {**data, "tolerance": tol("depth_rate"), "best": top.label}),
            _figure(f"{r.key}.achieved_peak", top.throughput / r.peak, top.spread / r.peak, why,
                    "ratio", f"throughput / documented peak {r.peak} FLOP/clk/SM "
-                   f"({r.peak_source}); {where}", {"tolerance": {"abs": 0.01}})]
+                   f"({r.peak_source}); {where}", {"tolerance": tol("depth_fraction")})]
     if r.group == "small_n":
         out += _concurrency(r, run.points)
     return out
@@ -197,13 +196,13 @@ def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
         out.append(_figure(f"{r.key}.latency_bound_peak_fraction", base.throughput / r.peak,
                            base.spread / r.peak, base.why, "ratio",
                            "1 warpgroup, one wgmma per trip waited for (c1w0): throughput / "
-                           "documented peak", {"tolerance": {"abs": 0.01}}))
+                           "documented peak", {"tolerance": tol("depth_fraction")}))
     hit = wa.concurrency_to(points, 0.95, r.peak)
     if hit is not None:
         out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)), 0.0, "",
                            "count", f"fewest wgmma in flight per SM (warpgroups x chains x "
                            f"groups in flight) whose stable throughput reaches 95% of the peak: "
-                           f"{hit.label}", {"tolerance": {"abs": 0}, "point": hit.label}))
+                           f"{hit.label}", {"tolerance": tol("depth_point"), "point": hit.label}))
     return out
 
 
@@ -217,7 +216,7 @@ def _swizzle(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
     return [_figure(f"{r.key}.throughput_vs_none", top.throughput / ref.throughput, 0.0, "",
                     "ratio", f"best stable throughput with {r.swizzle} swizzle over the same "
                     f"wgmma without swizzle ({top.throughput:.0f} / {ref.throughput:.0f})",
-                    {"tolerance": {"abs": 0.01}})]
+                    {"tolerance": tol("depth_fraction")})]
 
 
 def row_figures(session: Context, r: DepthRow, arch: str, artifact=None) -> Measured:
