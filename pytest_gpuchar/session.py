@@ -287,7 +287,10 @@ class GpuCharSession:
         return report
 
     def _time(self, report: pytest.TestReport) -> None:
-        if self.is_worker or report.skipped:     # a skipped test's phase is no topic's time
+        if self.is_worker:
+            return
+        if report.skipped and report.when == "setup":
+            self.durations.skipped_at_setup(report.nodeid)
             return
         props = dict(report.user_properties)
         kind = "static" if "static" in report.keywords else \

@@ -15,11 +15,18 @@ class Durations:
 
     def __init__(self) -> None:
         self.tests: dict[str, dict] = {}
+        self.not_run: set[str] = set()
+
+    def skipped_at_setup(self, nodeid: str) -> None:
+        """The test did not run (skipped before its call: no GPU, not this arch): none of
+        its phases is a topic's time."""
+        self.not_run.add(nodeid)
+        self.tests.pop(nodeid, None)
 
     def add(self, nodeid: str, topic: str | None, kind: str, seconds: float,
             busy_s: float | None = None) -> None:
         """One phase's report of a test (busy_s: the test's GPU-busy seconds so far)."""
-        if not topic:
+        if not topic or nodeid in self.not_run:
             return
         t = self.tests.setdefault(nodeid, {"topic": topic, "kind": kind, "wall_s": 0.0,
                                            "gpu_busy_s": 0.0})

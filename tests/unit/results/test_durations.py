@@ -39,6 +39,20 @@ def test_report_and_terminal_lines():
     assert durations.markdown({}) == [] and durations.lines({}) == []
 
 
+def test_a_test_skipped_at_setup_is_no_topics_time():
+    d = Durations()
+    d.add("t::ran", "memory", "hardware", 2.0, 0.5)
+    d.skipped_at_setup("t::no_gpu")
+    d.add("t::no_gpu", "memory", "hardware", 0.01)       # its teardown
+    d.add("t::skipped_in_call", "memory", "hardware", 1.0, 0.25)   # it ran, then skipped
+    assert d.by_topic()["memory"] == {"tests": 2, "static_s": 0.0, "hardware_s": 3.0,
+                                      "gpu_busy_s": 0.75}
+    none = Durations()
+    none.skipped_at_setup("x")
+    none.add("x", "dpx", "hardware", 0.01)
+    assert none.by_topic() == {} and durations.lines(none.by_topic()) == []
+
+
 @pytest.mark.parametrize("n", [1, 3])
 def test_the_busy_time_is_the_last_one_reported(n):
     d = Durations()
