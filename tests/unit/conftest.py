@@ -70,6 +70,8 @@ def fake_cupy(monkeypatch) -> FakeCupy:
 
 # the options of every pytest these tests start (see _child_runs)
 CHILD_ADDOPTS = "-p no:hypothesispytest"
+# what pytest-xdist sets in a worker's environment
+XDIST_ENV = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +97,8 @@ def _child_runs(monkeypatch, listing_cache_dir):
     monkeypatch.setenv("GPUCHAR_LISTING_CACHE", listing_cache_dir)
     monkeypatch.setenv("COLUMNS", "400")
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
+    for name in XDIST_ENV:          # under -n N: the runs started here are not workers
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
