@@ -201,5 +201,6 @@ def throughput(session: Context, row: DpxRow, arch: str) -> Measured:
     m = Measurement.of_rate(f"dpx.throughput.{row.name}", rate, "ops/clk/SM", method=method,
                            data={"sass_unit": run.unit, "loop_control": run.loop_control,
                                  "lanes_per_call": len(analysis.LANES[row.lanes]),
-                                 "warps_per_sm": r.warps_per_sm, "tolerance": tolerances.of("dpx", "rate")})
+                                 "warps_per_sm": r.warps_per_sm,
+                                 "tolerance": tolerances.of("dpx", "rate")})
     return Measured(m, sass=run.probe.snapshot_text(run.built.functions))

@@ -173,7 +173,8 @@ def question(session: Context, record: Notes, row: q.Fp8Row, arch: str) -> Measu
         raise NotApplicable(f"{row.key}: {got.detail[:200]}")
     return Measured(Measurement(row.key, value, unit, method=method,
                                 detail=f"consistent modes: {got.modes}" if mode else "",
-                                data={"tolerance": tolerances.of("numerics", unit), "modes": got.modes,
+                                data={"tolerance": tolerances.of("numerics", unit),
+                                      "modes": got.modes,
                                       "cases": [str(c) for c in got.cases[:40]]}))
 
 
@@ -221,8 +222,10 @@ def k_growth(session: Context, in_type: str, arch: str,
               f"chained {s.instruction} over K/32 steps (C = previous D, f32), mean l2 "
               f"relative error against the exact product (math.fsum of the exact products)")
     figures = [Measurement(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k], "error",
-                           method=method, data={"tolerance": tolerances.of("numerics", "k_errors"), "models": {
-                               m: v[k] for m, v in models.items()}}) for k in q.K_REPORTED]
+                           method=method,
+                           data={"tolerance": tolerances.of("numerics", "k_errors"),
+                                 "models": {m: v[k] for m, v in models.items()}})
+               for k in q.K_REPORTED]
     _plot(artifact, scratch, in_type, arch, measured, models)
     return Measured(*figures, checks=checks)
 

@@ -102,7 +102,8 @@ def figures(session: Context, r: fe.EmulationRow, arch: str) -> Measured:
     out = [_figure(f"{r.key}.accumulate_chain_cycles", base.latency, base.lat_spread,
                    base.lat_why, "cycles/op", "1 warp, one chain: cycles per op of a C-dependent "
                    "chain (C enters only the 4 FADD; the HMMAs of consecutive ops are "
-                   "independent); " + method, {"tolerance": tol("emulated"), "sass_unit": run.unit})]
+                   "independent); " + method,
+                   {"tolerance": tol("emulated"), "sass_unit": run.unit})]
     grid = {f"w{p.warps}_ilp{p.ilp}": round(p.throughput, 1) for p in run.points}
     if top is None:   # reported, flagged: the best point, with why none could be trusted
         best = max(run.points, key=lambda p: p.throughput)

@@ -116,7 +116,8 @@ def _convergence(s: Sweep, row: TensorRow, pts: dict, w: int, method: str) -> li
         _figure(f"{row.key}.latency_w{w}", c.latency, lat_sp, c.unstable, c.why,
                 unit="cycles", method=f"latency per chain step at the convergence point "
                 f"({w} warps, ILP {c.ilp}); " + method,
-                data={"tolerance": tol("convergence_latency" if w == 4 else "multi_warp"), "ilp": c.ilp, **data}),
+                data={"tolerance": tol("convergence_latency" if w == 4 else "multi_warp"),
+                      "ilp": c.ilp, **data}),
     ]
 
 
