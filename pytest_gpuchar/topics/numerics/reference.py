@@ -157,6 +157,59 @@ def dot_f64(a, b, c=None) -> np.ndarray:
     return np.array([math.fsum([*row, ci]) for row, ci in zip(prods, cc)])
 
 
+INT_BOUND = 2 ** 62           # |an integer sum| below this: no int64 overflow
+
+
+def _lowest_bit(x: np.ndarray) -> int | None:
+    """The exponent of the smallest lowest set bit of the nonzero values of float64 `x`
+    (every one of them is a whole multiple of 2 to that power); None when all are zero."""
+    mant, exp = np.frexp(x)
+    whole = (mant * 2.0 ** 53).astype(np.int64)            # exact: 53-bit significands
+    nz = whole != 0
+    if not nz.any():
+        return None
+    low = whole[nz] & -whole[nz]                             # each one's lowest set bit
+    return int((np.log2(low).astype(np.int64) + exp[nz] - 53).min())
+
+
+def exact_matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A @ B (batched over leading axes) correctly rounded to float64: what math.fsum over
+    each element's exact products returns, bit for bit. A and B are float64 arrays whose
+    products are exact in float64. Every A value is a whole multiple of 2^ga and every B
+    value of 2^gb, so the products are whole multiples of 2^(ga + gb): the sum is an exact
+    int64 matrix product scaled back, rounded once to float64 (round to nearest even, as
+    fsum). Elements the integers cannot hold (too wide a range of values) or whose result
+    would leave the normal range go through math.fsum."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    out_shape = np.broadcast_shapes(A.shape[:-2], B.shape[:-2]) + (A.shape[-2], B.shape[-1])
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        return _fsum_matmul(A, B, out_shape)
+    ga, gb = _lowest_bit(A), _lowest_bit(B)
+    if ga is None or gb is None:
+        return np.zeros(out_shape)
+    with np.errstate(all="ignore"):
+        a, b = np.ldexp(A, -ga), np.ldexp(B, -gb)            # whole numbers, exact
+        if float(np.abs(a).max()) * float(np.abs(b).max()) * A.shape[-1] >= INT_BOUND:
+            return _fsum_matmul(A, B, out_shape)
+        total = np.matmul(a.astype(np.int64), b.astype(np.int64))
+        out = np.ldexp(total.astype(np.float64), ga + gb)    # one rounding, then exact
+    bad = (total != 0) & ~((np.abs(out) >= np.finfo(np.float64).tiny) & np.isfinite(out))
+    if bad.any():
+        out[bad] = _fsum_matmul(A, B, out_shape)[bad]
+    return out
+
+
+def _fsum_matmul(A: np.ndarray, B: np.ndarray, out_shape) -> np.ndarray:
+    A = np.broadcast_to(A, out_shape[:-2] + A.shape[-2:])
+    B = np.broadcast_to(B, out_shape[:-2] + B.shape[-2:])
+    out = np.empty(out_shape)
+    for idx in np.ndindex(*out_shape[:-2]):
+        prods = A[idx][:, None, :] * B[idx].T[None, :, :]    # (m, n, k)
+        out[idx] = [[math.fsum(row) for row in rows] for rows in prods.tolist()]
+    return out
+
+
 _FLOATS = {"f32": np.float32, "f16": np.float16}
 
 
