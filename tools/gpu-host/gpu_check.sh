@@ -127,7 +127,20 @@ s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(
       OUT="$LOGS" timeout 400 python3 tools/gpu-host/mbarrier_diag.py --sanitize \
         > "$LOGS/mbarrier.log" 2>&1
       echo "mbarrier: exit $?"; grep -E "^[a-z_]+ +exit|compute-sanitizer|=========" \
-        "$LOGS/mbarrier.log" | cut -c1-200 | head -40;;
+        "$LOGS/mbarrier.log" | cut -c1-200 | head -40
+      # the suite's own wait-chain rows, their declared fault skipped away
+      sel=(tests/characterisation/test_movement_async.py -k "test_wait or try_wait"
+           -p unskip_faults -p no:cacheprovider -q -rfEx --gpuchar-report "$LOGS/mbar-suite")
+      PYTHONPATH="tools/gpu-host:$PYTHONPATH" timeout 150 python3 -m pytest "${sel[@]}" \
+        > "$LOGS/mbar-suite.log" 2>&1
+      rc=$?; echo "mbarrier rows of the suite, unskipped: exit $rc: $(tail -1 "$LOGS/mbar-suite.log" | cut -c1-160)"
+      grep -E "movement.async.mbarrier" "$LOGS/mbar-suite/gpuchar-summary.md" 2>/dev/null | cut -c1-200
+      if [ "$rc" != 0 ]; then
+        PYTHONPATH="tools/gpu-host:$PYTHONPATH" timeout 300 compute-sanitizer --tool memcheck \
+          --print-limit 5 python3 -m pytest "${sel[@]}" > "$LOGS/mbar-sanitizer.log" 2>&1
+        echo "  under compute-sanitizer memcheck: exit $?"
+        grep -E "^========= " "$LOGS/mbar-sanitizer.log" | head -15 | cut -c1-200
+      fi;;
     sample)
       n=$(nvidia-smi -L | grep -c '^GPU')
       timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest tests/characterisation -n "$n" \
