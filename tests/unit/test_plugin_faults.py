@@ -77,7 +77,9 @@ MODULES = ("test_memory_table_iv", "test_table_v_instructions")
 
 def _static_suite(pytester, *args: str) -> dict:
     """Tables IV and V's static checks for sm_80, of Table V the add.u32 and mul.lo.u32 rows
-    (a copy of the real modules and their snapshots)."""
+    (a copy of the real modules and their snapshots), in a fresh interpreter as a user's
+    command runs: an in-process run after earlier ones can see pytest's "already imported"
+    assertion-rewrite warning, which no user's run shows."""
     src = REPO / "tests" / "characterisation"
     dst = pytester.path / "tests" / "characterisation"
     dst.mkdir(parents=True, exist_ok=True)
@@ -89,7 +91,7 @@ def _static_suite(pytester, *args: str) -> dict:
         shutil.copytree(sub, dst / sub.relative_to(src), dirs_exist_ok=True)
     shutil.copytree(REPO / "expectations", pytester.path / "expectations", dirs_exist_ok=True)
     out = pytester.path / f"out{len(args)}"
-    result = pytester.runpytest("tests/characterisation", "--gpu-arch=sm_80", "-m",
+    result = pytester.runpytest_subprocess("tests/characterisation", "--gpu-arch=sm_80", "-m",
                                            "static", "-k", "memory or add.u32 or mul.lo.u32",
                                            "-p", "no:cacheprovider",
                                            "--gpuchar-report", str(out), *args)
@@ -158,8 +160,8 @@ def test_replicate_gives_no_snapshot_warning(pytester, no_gpu):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile(test_rep=SYRUPY_STATIC)
     assert pytester.runpytest("--gpu-arch=sm_80", "--snapshot-update").ret == 0
-    result = pytester.runpytest("-n", "2", "--gpuchar-distribute=replicate",
-                                "--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-n", "2", "--gpuchar-distribute=replicate",
+                                           "--gpu-arch=sm_80", "-p", "no:cacheprovider")
     text = result.stdout.str()
     assert result.ret == 0, text[-3000:]
     result.assert_outcomes(passed=5)      # 3 static checks once, test_any on both GPUs
