@@ -5,7 +5,9 @@ board repeats from night to night. A figure whose boards spread wider than one b
 run-to-run noise explains is *board-dependent*: the model's expectation (the device section of
 the arch's file) is then the range the sampled boards span, widened by a stated rule, with the
 boards (UUIDs), the dates and the rule in the entry's provenance. Figures on which every board
-agrees within its noise keep the expectation they have.
+agrees within its noise keep the expectation they have, unless a sampled run fails it: the
+sample's boards are healthy boards of the model, so an entry that rejects one of them is
+rewritten from the sample like a board-dependent one (`Derived.rejected` names the boards).
 
 The rule (RULE): each board counts with the median of its runs; the boards the entry already
 spans (provenance.boards) that the sample has no run of count too when the entry was measured
@@ -22,6 +24,7 @@ Pure apart from `write_fleet`, which goes through the one atomic writer.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +54,26 @@ class Figure:
     boards: dict[str, list[float]] = field(default_factory=dict)   # uuid -> value per run
     spreads: list[float] = field(default_factory=list)              # relative, per result
     dates: set[str] = field(default_factory=set)
+    run_dates: dict[str, list[str]] = field(default_factory=dict)   # uuid -> date per run
+    superseded: list[str] = field(default_factory=list)   # boards left out: see drop_superseded
+
+    def drop_superseded(self, expected, entry_date: str) -> None:
+        """Leave out the runs older than the entry that the entry fails: the entry was
+        measured after them, by code that has changed since (the method's words can stay the
+        same while a probe's kernel changes), so they are not the model's boards as measured
+        now. A board with no run left drops out of the figure (named in `superseded`)."""
+        if not entry_date:
+            return
+        for b in list(self.boards):
+            keep = [(d, v) for d, v in zip(self.run_dates[b], self.boards[b])
+                    if not d or d >= entry_date or expected.check(v)]
+            if len(keep) == len(self.boards[b]):
+                continue
+            if keep:
+                self.run_dates[b], self.boards[b] = map(list, zip(*keep))
+            else:
+                del self.boards[b], self.run_dates[b]
+                self.superseded.append(b)
 
     def board_values(self) -> dict[str, float]:
         return {b: statistics.median(vs) for b, vs in self.boards.items()}
@@ -81,10 +104,27 @@ class Derived:
     dates: tuple[str, str]
     method: str
     kept: list[str] = field(default_factory=list)   # the entry's boards the sample had no run of
+    rejected: list[str] = field(default_factory=list)   # sampled boards the old entry failed
+    superseded: list[str] = field(default_factory=list)   # boards whose runs predate the entry
+
+    @property
+    def written(self) -> bool:
+        """Does the model's entry come from the sample: board-dependent, or the old entry
+        fails a sampled board."""
+        return self.dependent or bool(self.rejected)
 
     @property
     def spread_rel(self) -> float:
         return (self.high - self.low) / max(abs(self.median), 1e-300)
+
+
+def method_shape(text: str) -> str:
+    """A method's text with its numbers masked. The text carries what one run chose (the loop
+    finder's trip count, the clock it read, the launch count, the configuration an autotuned
+    probe settled on): two boards of one code differ there, not in how they measured. A change
+    of procedure changes the words (what is timed, over which loop, how it is fitted); a
+    change only in the sizes a procedure sweeps is not seen (docs/nightly.md says so)."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", text)
 
 
 def _board(r: dict) -> str:
@@ -95,7 +135,8 @@ def collect(runs: Iterable[list[dict]], arch: str, model: str) -> dict[str, Figu
     """Every finite, judged figure of `model` on `arch` in the sampled runs (each a results
     list, a merged multi-GPU report included), by board. A figure enters with the method of
     the newest run that measured it only: a board measured with an older method does not
-    count for it (the committed history holds runs of older code)."""
+    count for it (the committed history holds runs of older code). Methods are compared by
+    `method_shape`: the numbers in a method's text are the run's own choices."""
     seen: list[tuple[str, dict]] = []
     for results in runs:
         for r in results:
@@ -106,14 +147,15 @@ def collect(runs: Iterable[list[dict]], arch: str, model: str) -> dict[str, Figu
                 continue
             seen.append((str(prov.get("date") or ""), r))
     seen.sort(key=lambda x: x[0])
-    newest_method = {r["key"]: r.get("method", "") for _, r in seen}
+    newest_method = {r["key"]: method_shape(r.get("method", "")) for _, r in seen}
     out: dict[str, Figure] = {}
     for date, r in seen:
-        if r.get("method", "") != newest_method[r["key"]]:
+        if method_shape(r.get("method", "")) != newest_method[r["key"]]:
             continue
         f = out.setdefault(r["key"], Figure(r["key"], r.get("unit", ""), r.get("method", "")))
         v = float(r["value"])
         f.boards.setdefault(_board(r), []).append(v)
+        f.run_dates.setdefault(_board(r), []).append(date)
         spread = r.get("spread")
         if E._finite(spread) and v:
             f.spreads.append(abs(float(spread)) / abs(v))
@@ -166,7 +208,7 @@ def kept_boards(fig: Figure, old: dict, sampled: set[str]) -> dict[str, float]:
     a board it has seen), left out when the method has changed since (their figures measured
     something else)."""
     boards = (old.get("provenance") or {}).get("boards") or {}
-    if not boards or str(old.get("method", "")) != fig.method:
+    if not boards or method_shape(str(old.get("method", ""))) != method_shape(fig.method):
         return {}
     short = {b[:12] for b in sampled}
     return {str(b): float(v) for b, v in boards.items()
@@ -216,10 +258,13 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         if keys and key not in keys:
             continue
         fig = figs[key]
+        expected = exp.get(key, model) if exp is not None else None
+        if expected is not None:
+            fig.drop_superseded(expected, _entry_date(expected))
         if len(fig.boards) < min_boards:
             plan.too_few[key] = len(fig.boards)
             continue
-        if exp is None or exp.get(key, model) is None:
+        if expected is None:
             plan.no_entry.append(key)
             continue
         path = E.file_for(key, arch, root)
@@ -228,8 +273,21 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         old = read[path].get(key) or _arch_entry(exp, key)
         plan.old[key] = old
         d = derive(fig, old)
-        (plan.written if d.dependent else plan.agreeing)[key] = d
+        d.rejected = rejected_boards(fig, expected)
+        d.superseded = list(fig.superseded)
+        (plan.written if d.written else plan.agreeing)[key] = d
     return plan
+
+
+def _entry_date(expected) -> str:
+    """When the entry was measured (Expected.measured), '' when it does not say."""
+    return expected.measured
+
+
+def rejected_boards(fig: Figure, expected) -> list[str]:
+    """The sampled boards with a run the current expectation fails (as the judge would)."""
+    return sorted(b for b, vs in fig.boards.items()
+                  if any(not expected.check(v) for v in vs))
 
 
 def _arch_entry(exp: E.ArchExpectations, key: str) -> dict:
@@ -262,7 +320,10 @@ def write_fleet(arch: str, plan: Plan, model: str, *, root: Path) -> dict[Path, 
 def lines(plan: Plan, model: str) -> list[str]:
     """The plan for people: one line per board-dependent figure (old -> new range, how much
     it widened), then counts of the rest."""
-    out = [f"{model}: {len(plan.written)} board-dependent figures; {len(plan.agreeing)} agree "
+    failing = sum(1 for d in plan.written.values() if not d.dependent)
+    out = [f"{model}: {len(plan.written)} figures from the sample ({len(plan.written) - failing} "
+           f"board-dependent, {failing} whose entry failed a sampled board); "
+           f"{len(plan.agreeing)} agree "
            f"across boards within their noise (left as they are); {len(plan.too_few)} on fewer "
            f"boards than asked; {len(plan.no_entry)} without an expectation"]
     for key, d in plan.written.items():
@@ -274,6 +335,11 @@ def lines(plan: Plan, model: str) -> list[str]:
             grew = (d.high - d.low) - (float(was[1]) - float(was[0]))
             wider = f", span {'+' if grew >= 0 else ''}{grew:.4g} {d.unit}"
         kept = f", {len(d.kept)} kept from the entry" if d.kept else ""
+        if d.rejected:
+            kept += f"; the entry failed {', '.join(b[:12] for b in d.rejected)}"
+        if d.superseded:
+            kept += (f"; left out, runs older than the entry and failing it: "
+                     f"{', '.join(b[:12] for b in d.superseded)}")
         out.append(f"  {key}: {was_txt} -> {d.low:g}-{d.high:g} {d.unit} over {d.n_boards} "
                    f"boards ({d.n_runs} runs{kept}; boards {d.spread_rel:.2%} apart, sigma "
                    f"{d.sigma_rel:.2%}: {d.sigma_basis}; tolerance {d.tolerance}{wider})")

@@ -58,6 +58,7 @@ class Expected:
     # (provenance.boards) and the rule that made the range from them (provenance.fleet.rule)
     boards: int = 0
     fleet_rule: str = ""
+    measured: str = ""        # when: provenance.date, or the newest of provenance.fleet.dates
     # published figures for the same characteristic (shown beside the result, never judged)
     literature: tuple[Literature, ...] = ()
 
@@ -251,19 +252,20 @@ def _entry(path: Path, key: str, node, key_node=None) -> Expected:
     text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
     if "source" not in text:
         raise _err(path, at, key, "missing 'source'")
-    boards, rule = _fleet(path, key, fields["provenance"]) if "provenance" in fields \
-        else (0, "")
+    boards, rule, measured = _fleet(path, key, fields["provenance"]) \
+        if "provenance" in fields else (0, "", "")
     lit = _literature(path, key, fields["literature"][1], unit) if "literature" in fields \
         else ()
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
                     f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source,
-                    boards=boards, fleet_rule=rule, literature=lit)
+                    boards=boards, fleet_rule=rule, measured=measured, literature=lit)
 
 
-def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
-    """The boards an entry's range spans (`provenance.boards`: board -> its value) and the
-    rule that made the range (`provenance.fleet.rule`); the rest of a provenance is free."""
+def _fleet(path: Path, key: str, pair) -> tuple[int, str, str]:
+    """The boards an entry's range spans (`provenance.boards`: board -> its value), the
+    rule that made the range (`provenance.fleet.rule`) and when it was measured
+    (`provenance.date`, else the last of `provenance.fleet.dates`); the rest is free."""
     kn, node = pair
     if not isinstance(node, yaml.MappingNode):
         raise _err(path, node, f"{key}.provenance", "expected a mapping")
@@ -273,14 +275,19 @@ def _fleet(path: Path, key: str, pair) -> tuple[int, str]:
         for b, bkn, bv in _mapping_items(path, prov["boards"][1], f"{key}.provenance.boards"):
             _number(path, bv, f"{key}.provenance.boards.{b}")
             n += 1
-    rule = ""
+    rule = measured = ""
     if "fleet" in prov:
         fleet = {k: v for k, _, v in _mapping_items(path, prov["fleet"][1],
                                                    f"{key}.provenance.fleet")}
         if "rule" not in fleet:
             raise _err(path, prov["fleet"][1], f"{key}.provenance.fleet", "missing 'rule'")
         rule = str(_construct(fleet["rule"]))
-    return n, rule
+        dates = _construct(fleet["dates"]) if "dates" in fleet else None
+        if isinstance(dates, list) and dates:
+            measured = str(dates[-1])
+    if "date" in prov:
+        measured = str(_construct(prov["date"][1]))
+    return n, rule, measured
 
 
 def _literature(path: Path, key: str, node, unit: str) -> tuple[Literature, ...]:

@@ -125,7 +125,8 @@ def test_the_fleet_command(root, tmp_path, capsys):
     assert cli.main([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "sample: 10 boards of NVIDIA H100 80GB HBM3 in 20 run(s)" in out
-    assert "1 board-dependent figures; 1 agree across boards" in out
+    assert ("1 figures from the sample (1 board-dependent, 0 whose entry failed a sampled "
+            "board); 1 agree across boards") in out
     assert "l2.gpu: 4060-4060 ->" in out and "over 10 boards" in out
     assert "dry run: nothing written" in out and (root / "sm_90.yaml").read_text() == FILE
     assert cli.main(args) == 0
@@ -148,7 +149,7 @@ def test_the_fleet_command_takes_its_sample_from_a_history_store(root, tmp_path,
     assert cli.main([*args, "--history", str(db), "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert f"sample: 10 boards of {MODEL} in 20 run(s) of {db}" in out
-    assert "1 board-dependent figures" in out
+    assert "(1 board-dependent" in out
     assert cli.main([*args, "--history", str(tmp_path / "nope.sqlite")]) == 2
     assert "nope.sqlite: no such file" in capsys.readouterr().err
 
@@ -165,3 +166,58 @@ def test_boards_the_entry_spans_stay_when_measured_the_same_way(root):
     assert F.fleet_provenance(d, MODEL)["fleet"]["kept_from_entry"] == ["GPU-c0d1af1c"]
     other = F.derive(fig, dict(old, method="an older method"))
     assert other.kept == [] and other.n_boards == 10
+
+
+def test_an_entry_that_fails_a_sampled_board_is_written_from_the_sample(root):
+    """Boards agreeing within their noise keep their entry only while it passes every run of
+    them: nine boards at 4040-4080 B/clk and one at 3970, each night 1% off its median (the
+    boards 'agree': 3 sigma is 4%), and that board's low night 3930 is outside 4060 +- 2%."""
+    values = [4040 + 5 * i for i in range(9)] + [3970]
+    sample = [run(board(i), f"2026-11-2{n}T00:00:00", l2_gpu=v * (1 + 0.01 * (-1) ** n))
+              for i, v in enumerate(values) for n in (1, 2)]
+    plan = F.plan_fleet("sm_90", sample, MODEL, root=root)
+    d = plan.written["l2.gpu"]
+    assert not d.dependent and d.rejected == [board(9)]
+    assert (d.low, d.high) == pytest.approx((3970, 4080))
+    assert d.tolerance == {"rel": 0.043}               # 3 x 1.41%, rounded up
+    new = E.Expected("l2.gpu", "B/clk", range=(d.low, d.high), rel_tol=d.tolerance["rel"])
+    assert all(new.check(r[0]["value"]) for r in sample)
+    text = "\n".join(F.lines(plan, MODEL))
+    assert "1 whose entry failed a sampled board" in text and "failed GPU-00000009" in text
+
+
+def test_the_numbers_a_run_chose_do_not_make_another_method(root):
+    """Two boards of one code: the loop finder chose another trip count, the clock read
+    another MHz. They are one method; new words in the method are another."""
+    a = run(board(1), "2026-11-21T00:00:00", l2_gpu=4000.0)
+    b = run(board(2), "2026-11-22T00:00:00", l2_gpu=4100.0)
+    c = run(board(3), "2026-11-23T00:00:00", l2_gpu=4050.0)
+    a[0]["method"] = "6 launches of 238820 trips at 1980 MHz"
+    b[0]["method"] = "6 launches of 238747 trips at 1978 MHz"
+    c[0]["method"] = "6 launches of 238747 trips at 1978 MHz, each from its own buffer place"
+    assert F.method_shape(a[0]["method"]) == F.method_shape(b[0]["method"])
+    assert list(F.collect([a, b], "sm_90", MODEL)["l2.gpu"].boards) == [board(1), board(2)]
+    assert list(F.collect([a, b, c], "sm_90", MODEL)["l2.gpu"].boards) == [board(3)]
+
+
+def test_runs_older_than_the_entry_that_fail_it_are_left_out(root):
+    """The entry was measured on 2026-11-25 (4000 B/clk +- 2%); two boards' runs of 11-21 read
+    a quarter of that (a probe's kernel changed since, its method's words did not): they are
+    not the model's boards as measured now. Their later runs, and boards that pass, stay."""
+    path = root / "sm_90.yaml"
+    path.write_text(FILE.replace("    note: the whole-GPU L2 stream\n",
+                                 "    note: the whole-GPU L2 stream\n"
+                                 "    provenance: {date: '2026-11-25T10:00:00+00:00'}\n"))
+    sample = [run(board(i), f"2026-11-2{n}T00:00:00",
+                  l2_gpu=(1000.0 if n == 1 and i < 2 else 4050.0 + 2 * i)) for i in range(5)
+              for n in (1, 6)]
+    plan = F.plan_fleet("sm_90", sample, MODEL, root=root)
+    d = (plan.written | plan.agreeing)["l2.gpu"]
+    assert d.n_boards == 5 and d.n_runs == 8 and d.low == pytest.approx(4050)
+    assert not d.rejected and not d.superseded
+    only_old = [rs for rs in sample if rs[0]["provenance"]["date"] < "2026-11-25"
+                or rs[0]["provenance"]["uuid"] not in (board(0), board(1))]
+    plan = F.plan_fleet("sm_90", only_old, MODEL, root=root)
+    d = (plan.written | plan.agreeing)["l2.gpu"]
+    assert d.superseded == [board(0), board(1)] and d.n_boards == 3
+    assert (d.low, d.high) == pytest.approx((4054, 4058))
