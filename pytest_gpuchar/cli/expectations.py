@@ -9,8 +9,9 @@ from pathlib import Path
 
 from ..core import archs
 from ..core.atomic import atomic_write
-from ..results.expectations import (ExpectationError, NoiseError, Store, declare_noise,
-                                    load_file, update_arch)
+from ..results.expectations import (ExpectationError, NoiseError, Store, board_pairs,
+                                    declare_noise, file_for, load_file, noisy_keys,
+                                    section_entries, update_arch)
 from ..results.files import ResultsError, read_results
 
 
@@ -40,15 +41,30 @@ def _check(store: Store, files: list[Path]) -> int:
 
 
 def _noise(store: Store, args) -> int:
-    try:
-        arch = archs.validate(args.arch)
-        pairs = [(read_results(a), read_results(b)) for a, b in args.pair]
-    except (archs.UnknownArch, ResultsError) as e:
-        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+    from ..results.history_rows import HistoryError
+    if args.history and not args.device:
+        print("gpuchar-expectations: noise --history needs --device (the model whose boards' "
+              "runs are paired)", file=sys.stderr)
+        return 2
+    if not args.history and not args.key:
+        print("gpuchar-expectations: noise --pair needs --key (which figures)", file=sys.stderr)
         return 2
     try:
-        said = declare_noise(arch, pairs, list(dict.fromkeys(args.key)), root=store.root,
-                             device=args.device)
+        arch = archs.validate(args.arch)
+        pairs = [(read_results(a), read_results(b)) for a, b in args.pair] if args.pair else \
+            board_pairs(_history_runs(args.history, args.device, arch))
+    except (archs.UnknownArch, ResultsError, HistoryError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    keys = list(dict.fromkeys(args.key)) if args.key else noisy_keys(pairs, arch)
+    if args.history:
+        print(f"{len(pairs)} pair(s) of runs of one board in {args.history}; "
+              f"{len(keys)} figure(s) " + ("asked for" if args.key else
+                                          "moved by more than 1% in one of them"))
+    try:
+        said = {}
+        for device, ks in _by_section(store, arch, keys, args.device).items():
+            said |= declare_noise(arch, pairs, ks, root=store.root, device=device)
     except NoiseError as e:
         print(f"gpuchar-expectations: nothing written: {e}", file=sys.stderr)
         return 2
@@ -58,6 +74,19 @@ def _noise(store: Store, args) -> int:
     for key, what in said.items():
         print(f"{key}: {what}")
     return 0
+
+
+def _by_section(store: Store, arch: str, keys: list[str], device: str | None
+                ) -> dict[str | None, list[str]]:
+    """Where each key's noise goes: the device section when it has an entry for the key, else
+    the arch's values (a noise measured on one model, said so by its source)."""
+    if device is None:
+        return {None: keys}
+    out: dict[str | None, list[str]] = {}
+    for key in keys:
+        has = key in section_entries(file_for(key, arch, store.root), device)
+        out.setdefault(device if has else None, []).append(key)
+    return out
 
 
 def _history_runs(target: str, model: str, arch: str) -> list[list[dict]]:
@@ -142,13 +171,18 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--rel-tol", type=float, default=0.05)
     nz = sub.add_parser("noise", help="declare figures' run-to-run noise from pairs of runs "
                                       "of one board (the nightly's notes, not changes)")
-    nz.add_argument("--pair", nargs=2, action="append", required=True, type=Path,
-                    metavar=("RUN1", "RUN2"), help="two gpuchar reports of one board "
-                                                   "(repeatable)")
+    nsrc = nz.add_mutually_exclusive_group(required=True)
+    nsrc.add_argument("--pair", nargs=2, action="append", type=Path,
+                      metavar=("RUN1", "RUN2"), help="two gpuchar reports of one board "
+                                                     "(repeatable)")
+    nsrc.add_argument("--history", metavar="TARGET",
+                      help="pair each board's consecutive runs of --device in a history store "
+                           "(a file path or database URL); without --key, every figure that "
+                           "moved by more than 1% in one pair")
     nz.add_argument("--arch", required=True)
     nz.add_argument("--root", dest="update_root", type=Path, default=None)
     nz.add_argument("--device", help="the entries under devices.<name>")
-    nz.add_argument("--key", action="append", required=True,
+    nz.add_argument("--key", action="append",
                     help="a characteristic key (repeatable); its entry must exist")
     fl = sub.add_parser("fleet", help="a model's board-dependent ranges from a fleet sample "
                                       "of whole-suite runs (several boards, by UUID)")

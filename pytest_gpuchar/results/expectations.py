@@ -39,6 +39,7 @@ Only safe YAML loading is used.
 from __future__ import annotations
 
 import math
+import re
 import os
 from pathlib import Path
 
@@ -298,6 +299,7 @@ def update_arch(arch: str, results: list[dict], *, root: Path,
 
 NOISE_STEP = 0.005          # a declared noise is rounded up to half a percent
 NOISE_SIGMAS = 3            # ... from this many times the RMS of the measured moves
+NOISE_MAX = 0.5             # the largest relative noise an entry may declare (schema)
 NOISE_MIN_MOVES = 3         # fewer pairs say too little about a figure's run-to-run scatter
 
 
@@ -323,6 +325,8 @@ def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
                 continue
             if {ra.get("status"), rb.get("status")} - {"pass", "measured"}:
                 continue
+            if _method_shape(ra.get("method", "")) != _method_shape(rb.get("method", "")):
+                continue        # the code changed between the two runs: not noise
             ba, bb = (board_of(r.get("provenance") or {}) for r in (ra, rb))
             if not ba or ba != bb:
                 raise NoiseError(f"pair {i}: {key} was measured on {ba or '(no board)'} and "
@@ -332,6 +336,37 @@ def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
             moves[key].setdefault(ba, []).append(round(abs(vb - va) / max(abs(va), 1e-300), 4))
             dates |= {str((r.get("provenance") or {}).get("date", ""))[:10] for r in (ra, rb)}
     return moves, dates - {""}
+
+
+def _method_shape(text) -> str:
+    """A method's words without the numbers one run chose (fleetsample.method_shape)."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", str(text or ""))
+
+
+def noisy_keys(pairs: list[tuple[list[dict], list[dict]]], arch: str) -> list[str]:
+    """The keys some pair of runs of one board moved by more than the nightly's own 1%:
+    those that need a declared noise."""
+    from .changes import NOISE_REL
+    keys = sorted({r.get("key") for first, _ in pairs for r in first
+                   if r.get("arch") == arch and r.get("key")})
+    moves, _ = pair_moves(pairs, arch, keys)
+    return [k for k in keys if any(m > NOISE_REL for ms in moves[k].values() for m in ms)]
+
+
+def board_pairs(runs: list[list[dict]]) -> list[tuple[list[dict], list[dict]]]:
+    """Consecutive runs of each board (the runs oldest first, one board each, as a history
+    store gives them): the pairs a run-to-run noise is measured from."""
+    last: dict[str, list[dict]] = {}
+    out = []
+    for results in runs:
+        boards = {board_of(r.get("provenance") or {}) for r in results} - {""}
+        if len(boards) != 1:
+            continue
+        b = boards.pop()
+        if b in last:
+            out.append((last[b], results))
+        last[b] = results
+    return out
 
 
 def noise_of(moves: list[float]) -> float:
@@ -379,6 +414,10 @@ def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: l
                          f"nightly's own {NOISE_REL:.0%}: no noise declared")
             continue
         rel = noise_of(every)
+        if rel > NOISE_MAX:
+            said[key] = (f"moves up to {max(every):.0%}: more than a relative noise can say "
+                         f"(at most {NOISE_MAX:.0%}; a figure near zero): left as it was")
+            continue
         span = "" if not dates else f", runs of {min(dates)}" if len(dates) == 1 else \
             f", runs of {min(dates)} to {max(dates)}"
         n = f"{len(boards)} board{'s' if len(boards) != 1 else ''}"

@@ -254,6 +254,7 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
     store = E.Store(root)
     exp = store.load(arch)
     read: dict[Path, dict[str, dict]] = {}
+    arch_read: dict[tuple[Path, None], dict[str, dict]] = {}
     for key in sorted(figs):
         if keys and key not in keys:
             continue
@@ -270,7 +271,10 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         path = E.file_for(key, arch, root)
         if path not in read:
             read[path] = E.section_entries(path, model)
-        old = read[path].get(key) or _arch_entry(exp, key)
+        if read[path].get(key) is None and (path, None) not in arch_read:
+            arch_read[(path, None)] = E.section_entries(path, None)
+        old = read[path].get(key) or _arch_entry(
+            exp, key, (arch_read.get((path, None), {}).get(key) or {}).get("noise"))
         plan.old[key] = old
         d = derive(fig, old)
         d.rejected = rejected_boards(fig, expected)
@@ -290,9 +294,10 @@ def rejected_boards(fig: Figure, expected) -> list[str]:
                   if any(not expected.check(v) for v in vs))
 
 
-def _arch_entry(exp: E.ArchExpectations, key: str) -> dict:
+def _arch_entry(exp: E.ArchExpectations, key: str, noise: dict | None) -> dict:
     """The arch-level entry as YAML data (a device section without its own entry starts from
-    it): its tolerance and note."""
+    it): its tolerance, note and declared noise (never its boards: they may be another
+    model's)."""
     e = exp.characteristics.get(key)
     if e is None:
         return {}
@@ -303,6 +308,8 @@ def _arch_entry(exp: E.ArchExpectations, key: str) -> dict:
         out["value"] = e.value
     if e.note:
         out["note"] = e.note
+    if noise:
+        out["noise"] = noise
     return out
 
 

@@ -221,3 +221,38 @@ def test_runs_older_than_the_entry_that_fail_it_are_left_out(root):
     d = (plan.written | plan.agreeing)["l2.gpu"]
     assert d.superseded == [board(0), board(1)] and d.n_boards == 3
     assert (d.low, d.high) == pytest.approx((4054, 4058))
+
+
+def test_a_new_device_entry_keeps_the_noise_the_arch_entry_declares(root):
+    path = root / "sm_90.yaml"
+    path.write_text(FILE.replace("    note: the whole-GPU L2 stream\n",
+                                 "    note: the whole-GPU L2 stream\n"
+                                 "    noise: {rel: 0.03, source: 3 x RMS, boards: "
+                                 "{GPU-a: [0.01, 0.012]}}\n"))
+    F.write_fleet("sm_90", F.plan_fleet("sm_90", SAMPLE, MODEL, root=root), MODEL, root=root)
+    new = yaml.safe_load(path.read_text())["devices"][MODEL]["characteristics"]["l2.gpu"]
+    assert new["noise"]["rel"] == 0.03 and "GPU-a" not in new["provenance"]["boards"]
+
+
+def test_the_noise_command_pairs_each_boards_runs_in_a_history_store(root, tmp_path, capsys):
+    """`noise --history`: each board's consecutive runs are a pair; without --key every figure
+    that moved by more than 1% in a pair gets its noise (here the L2 stream, its nights 0.4%
+    apart on every board, gets none; the add, 4 -> 4.2 cycles on three boards, does: 3 x the RMS of three 5% moves and seven of 0)."""
+    from pytest_gpuchar.results.history import open_history
+    db = tmp_path / "h.sqlite"
+    hist = open_history(str(db))
+    for i, results in enumerate(SAMPLE):
+        if i // 2 < 3 and i % 2:
+            results = [dict(r, value=4.2) if r["key"] == "latency.add" else r for r in results]
+        hist.record({"meta": {"date": results[0]["provenance"]["date"]}, "results": results},
+                    source="import")
+    hist.close()
+    args = ["noise", "--root", str(root), "--arch", "sm_90", "--history", str(db)]
+    assert cli.main(args) == 2 and "needs --device" in capsys.readouterr().err
+    assert cli.main([*args, "--device", MODEL]) == 0
+    out = capsys.readouterr().out
+    assert "10 pair(s) of runs of one board" in out and "1 figure(s) moved by more" in out
+    assert "latency.add: ±8.5% (10 moves over 10 boards, largest 5.00%)" in out
+    noise = yaml.safe_load((root / "sm_90.yaml").read_text())["characteristics"][
+        "latency.add"]["noise"]
+    assert noise["rel"] == 0.085 and len(noise["boards"]) == 10
