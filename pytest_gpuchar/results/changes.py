@@ -175,9 +175,10 @@ def _against_same_board(r: dict, p: dict | None, base: dict, have_prev: bool,
     st = r.get("status", "")
     if st in ("fail", "error"):
         if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
-            # failed last night too, with the same value: known, not a change
-            return Change("expectation", "note", detail=(
-                "still out of tolerance, as in the previous run: "
+            # failed last night too, with the same value: no change of the board, but it is
+            # still outside its model's range - conformance fails on every such night
+            return Change("expectation", "regression", detail=(
+                "still out of tolerance, as in the previous run (the board has not moved): "
                 + (r.get("detail") or ""))[:300], **base)
         return _conformance(r, base)
     if st == "invalid":
