@@ -41,7 +41,9 @@ RULE = (f"range: lowest to highest board of the sample (each board the median of
         f"and of the boards the entry spanned with the same method; "
         f"tolerance at either end: the larger of {SIGMAS} x the within-board run-to-run "
         f"noise sigma (RMS of two-run moves / sqrt 2, else the median relative spread over "
-        f"launches) and the entry's own")
+        f"launches) and the entry's own; written for a figure the boards spread wider than "
+        f"that noise, or whose old entry failed a sampled run; a board's runs older than the "
+        f"entry that fail it are left out (older code); methods compared without their numbers")
 FIGURE_STATUSES = ("pass", "fail", "measured")
 
 

@@ -306,6 +306,25 @@ def fill_granularity(strides: list[int], latency: list[float], *,
     return None
 
 
+def fill_ambiguity(strides: list[int], latency: list[float], spread: list[float], fill: int,
+                   *, frac: float = 0.9) -> str:
+    """Why the stride sweep cannot tell `fill` from the stride below it ('' when it can): the
+    stride below the crossing reaches the 90% level within its own spread. A sweep whose
+    all-miss level scatters (its region partly in the far L2 partition) can put that stride
+    anywhere between hit and miss from one launch to the next."""
+    i = strides.index(fill) if fill in strides else 0
+    if i == 0:
+        return ""
+    lat = np.asarray(latency, dtype=float)
+    level = float(lat[0]) + frac * (float(np.median(lat[-2:])) - float(lat[0]))
+    below, sp = float(lat[i - 1]), float(spread[i - 1])
+    if below + sp < level:
+        return ""
+    return (f"the stride below the fill size ({strides[i - 1]} B: {below:.0f} +- {sp:.0f} "
+            f"cycles) reaches the {frac:.0%} level ({level:.0f} cycles) within its spread: "
+            f"{strides[i - 1]} and {fill} B cannot be told apart")
+
+
 def fill_model_error(strides: list[int], latency: list[float], fill: int) -> float:
     """Largest deviation, as a fraction of (miss - hit), of the measured curve from the fill
     model: hit + min(1, stride/fill) * (miss - hit), hit and miss taken from the curve's ends

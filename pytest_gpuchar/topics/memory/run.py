@@ -13,9 +13,9 @@ from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement
 from . import chase, kernels, plots
-from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_granularity,
-                       fill_model_error, human_bytes, knees, last_level_knee, level_layout,
-                       plateaus, without_rising_edge)
+from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_ambiguity,
+                       fill_granularity, fill_model_error, human_bytes, knees, last_level_knee,
+                       level_layout, plateaus, without_rising_edge)
 from .chase import Curve
 from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
                    STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
@@ -277,7 +277,8 @@ def fill(session: Context, row: str, arch: str) -> Measured:
     # sat partly in the far L2 partition deviated several times more than usual and read a
     # wrong size: not a fill size, so no number (docs/memory.md, lab notes)
     why = (f"the stride sweep does not follow the fill model: deviation {err:.0%} of "
-           f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else ""
+           f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else \
+        fill_ambiguity(sw.footprints, sw.latency, sw.spread, size)
     return Measured(Measurement.of_value(
         f"memory.geometry.{row}_fill_bytes", float(size), "bytes", spread=0.0, unstable=why,
         method=f"stride sweep {list(STRIDES)} B, forward walk, slope over {LENGTHS} dependent "

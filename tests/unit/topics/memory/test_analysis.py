@@ -158,6 +158,25 @@ def test_fill_granularity_on_synthetic_sweep():
     assert analysis.fill_model_error(strides, bad, fill) > 0.3
 
 
+# two L1 stride sweeps of H100 boards (strides 8..256 B): GPU-fa334b31's, and GPU-e721d509's
+# whose all-miss level scattered (+-120 cycles) and read 64 B where every other board reads 32
+CLEAN = ([94, 157, 280, 277, 279, 282], [10, 7, 15, 7, 5, 1])
+SCATTERED = ([90.71, 153.96, 267.02, 398.76, 399.98, 393.7], [2.96, 7.03, 143.44, 122.95,
+                                                             127.67, 123.9])
+
+
+def test_a_fill_size_the_sweep_cannot_tell_from_the_stride_below_says_so():
+    strides = list(rows.STRIDES)
+    lat, spread = CLEAN
+    assert analysis.fill_granularity(strides, lat) == 32
+    assert analysis.fill_ambiguity(strides, lat, spread, 32) == ""
+    lat, spread = SCATTERED
+    assert analysis.fill_granularity(strides, lat) == 64
+    assert analysis.fill_model_error(strides, lat, 64) < rows.FILL_MODEL_LIMIT
+    why = analysis.fill_ambiguity(strides, lat, spread, 64)
+    assert "32 B: 267 +- 143 cycles" in why and "32 and 64 B cannot be told apart" in why
+
+
 @pytest.mark.parametrize("row", rows.BANK_ROWS, ids=lambda r: r.name)
 def test_bank_layout_gives_the_intended_conflict_degree(row):
     assert analysis.bank_banks(row) == max(1, row.ways)
