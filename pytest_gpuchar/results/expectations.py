@@ -325,7 +325,7 @@ def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
                 continue
             if {ra.get("status"), rb.get("status")} - {"pass", "measured"}:
                 continue
-            if _method_shape(ra.get("method", "")) != _method_shape(rb.get("method", "")):
+            if method_shape(ra.get("method", "")) != method_shape(rb.get("method", "")):
                 continue        # the code changed between the two runs: not noise
             ba, bb = (board_of(r.get("provenance") or {}) for r in (ra, rb))
             if not ba or ba != bb:
@@ -338,9 +338,15 @@ def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
     return moves, dates - {""}
 
 
-def _method_shape(text) -> str:
-    """A method's words without the numbers one run chose (fleetsample.method_shape)."""
-    return re.sub(r"\d+(?:\.\d+)?", "#", str(text or ""))
+def method_shape(text) -> str:
+    """A method's text with the numbers one run chose masked (the loop finder's trip count,
+    the clock it read, the launch count, an autotuned configuration): two boards of one code
+    differ there, not in how they measured. The sizes a procedure sweeps stay: a list in
+    brackets ("[8, 12, 16] independent ops") or a slash series ("16/32/64"), and so do the
+    words. Used to tell runs of one method from runs of older code."""
+    parts = re.split(r"(\[[^\]]*\]|\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)+)", str(text or ""))
+    return "".join(part if i % 2 else re.sub(r"\d+(?:\.\d+)?", "#", part)
+                   for i, part in enumerate(parts))
 
 
 def noisy_keys(pairs: list[tuple[list[dict], list[dict]]], arch: str) -> list[str]:

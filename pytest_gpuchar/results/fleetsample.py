@@ -120,13 +120,7 @@ class Derived:
         return (self.high - self.low) / max(abs(self.median), 1e-300)
 
 
-def method_shape(text: str) -> str:
-    """A method's text with its numbers masked. The text carries what one run chose (the loop
-    finder's trip count, the clock it read, the launch count, the configuration an autotuned
-    probe settled on): two boards of one code differ there, not in how they measured. A change
-    of procedure changes the words (what is timed, over which loop, how it is fitted); a
-    change only in the sizes a procedure sweeps is not seen (docs/nightly.md says so)."""
-    return re.sub(r"\d+(?:\.\d+)?", "#", text)
+method_shape = E.method_shape    # methods compared without the numbers a run chose
 
 
 def _board(r: dict) -> str:

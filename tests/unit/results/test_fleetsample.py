@@ -198,6 +198,12 @@ def test_the_numbers_a_run_chose_do_not_make_another_method(root):
     assert F.method_shape(a[0]["method"]) == F.method_shape(b[0]["method"])
     assert list(F.collect([a, b], "sm_90", MODEL)["l2.gpu"].boards) == [board(1), board(2)]
     assert list(F.collect([a, b, c], "sm_90", MODEL)["l2.gpu"].boards) == [board(3)]
+    # the sizes a procedure sweeps are the method's, not a run's choice (bar.warp.sync read
+    # 1.625 cycles/op over [4, 8, 12] ops and 1.0 over [8, 12, 16] on every board)
+    assert F.method_shape("slope over [4, 8, 12] ops, median of 7") != \
+        F.method_shape("slope over [8, 12, 16] ops, median of 7")
+    assert F.method_shape("depth 16/32/64") != F.method_shape("depth 32/64/128")
+    assert F.method_shape("median of 7 launches") == F.method_shape("median of 25 launches")
 
 
 def test_runs_older_than_the_entry_that_fail_it_are_left_out(root):
