@@ -18,13 +18,12 @@ import argparse
 import csv
 import datetime as _dt
 import io
-import math
 import os
 import sys
 from pathlib import Path
 
 from ..results.files import ResultsError, read_report
-from ..results.history_rows import UNKNOWN_BOARD, HistoryError
+from ..results.history_rows import UNKNOWN_BOARD, HistoryError, driver_changes, per_board
 
 DEFAULT_DB = "gpuchar-history.sqlite"
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -193,23 +192,6 @@ def cmd_export(args) -> int:
 
 
 # --- the plot ------------------------------------------------------------------------------------
-
-def per_board(rows: list[dict]) -> dict:
-    """The rows with a date and a finite value, per board, in date order."""
-    per: dict = {}
-    for r in rows:
-        if r["date"] and r["value"] is not None and math.isfinite(r["value"]):
-            per.setdefault(r["board"], []).append(r)
-    return per
-
-
-def driver_changes(rows: list[dict]) -> list[tuple]:
-    """(board, date, old driver, new driver) of every run whose driver differs from the
-    board's previous run."""
-    return [(b, cur["date"], prev["driver"], cur["driver"])
-            for b, rs in per_board(rows).items()
-            for prev, cur in zip(rs, rs[1:]) if cur["driver"] != prev["driver"]]
-
 
 def plot(rows: list[dict], key: str, unit: str, path: Path) -> Path:
     """The figure over time, one line per board (spread as error bars), each change of a
