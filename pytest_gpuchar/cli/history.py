@@ -6,6 +6,7 @@
   gpuchar-history show KEY [--board B | --model M] [--arch A] [--plot FILE.png|.svg]
   gpuchar-history fleet KEY --model M [--arch A]
   gpuchar-history export --csv FILE|- [--key KEY]
+  gpuchar-history html -o DIR [--model M] [--arch A] [--key KEY...]
 
 --db TARGET (before or after the command): a file path (SQLite) or a database URL
 (postgresql://...); default $GPUCHAR_HISTORY, else gpuchar-history.sqlite. A board is its UUID
@@ -18,13 +19,13 @@ import argparse
 import csv
 import datetime as _dt
 import io
-import math
 import os
 import sys
+import time
 from pathlib import Path
 
 from ..results.files import ResultsError, read_report
-from ..results.history_rows import UNKNOWN_BOARD, HistoryError
+from ..results.history_rows import UNKNOWN_BOARD, HistoryError, driver_changes, per_board
 
 DEFAULT_DB = "gpuchar-history.sqlite"
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -192,24 +193,19 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_html(args) -> int:
+    from ..results.html.history import write_history
+    start = time.perf_counter()
+    with _open(args) as h:
+        site = write_history(h, Path(args.out), model=args.model, arch=args.arch,
+                             keys=args.key, name=f"-o {args.out}")
+    print(f"gpuchar-history: {site.directory / 'index.html'}: {site.keys} characteristic "
+          f"page(s) of {len(site.models)} model(s) ({', '.join(site.models)}), "
+          f"{site.bytes / 1e6:.1f} MB in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
 # --- the plot ------------------------------------------------------------------------------------
-
-def per_board(rows: list[dict]) -> dict:
-    """The rows with a date and a finite value, per board, in date order."""
-    per: dict = {}
-    for r in rows:
-        if r["date"] and r["value"] is not None and math.isfinite(r["value"]):
-            per.setdefault(r["board"], []).append(r)
-    return per
-
-
-def driver_changes(rows: list[dict]) -> list[tuple]:
-    """(board, date, old driver, new driver) of every run whose driver differs from the
-    board's previous run."""
-    return [(b, cur["date"], prev["driver"], cur["driver"])
-            for b, rs in per_board(rows).items()
-            for prev, cur in zip(rs, rs[1:]) if cur["driver"] != prev["driver"]]
-
 
 def plot(rows: list[dict], key: str, unit: str, path: Path) -> Path:
     """The figure over time, one line per board (spread as error bars), each change of a
@@ -254,7 +250,7 @@ def parser() -> argparse.ArgumentParser:
         prog="gpuchar-history", parents=[db],
         description="The history of gpuchar runs in a database (SQLite file or PostgreSQL): "
                     "import reports, list runs and boards, show one figure over time, its "
-                    "spread across a model's boards, export CSV.")
+                    "spread across a model's boards, export CSV, render it as HTML pages.")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("import", parents=[db], help="record gpuchar-results.json[.gz] or "
                                                     "nightly.json[.gz] files")
@@ -279,11 +275,21 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[db], help="every result with its run as CSV")
     p.add_argument("--csv", required=True, metavar="FILE", help="output file, or - for stdout")
     p.add_argument("--key", help="only this result key")
+    p = sub.add_parser("html", parents=[db], help="the history as pages: per characteristic "
+                                                  "its value over the runs, per model its "
+                                                  "boards")
+    p.add_argument("-o", "--out", required=True, metavar="DIR",
+                   help="the directory of the pages (index.html, keys/): new, empty, or "
+                        "written by this command before (then replaced whole)")
+    p.add_argument("--model", help="only this model (a device name or a part of it)")
+    p.add_argument("--arch", help="only results of this arch (sm_90)")
+    p.add_argument("--key", nargs="+", action="extend", metavar="KEY",
+                   help="only these result keys")
     return ap
 
 
 COMMANDS = {"import": cmd_import, "runs": cmd_runs, "boards": cmd_boards, "show": cmd_show,
-            "fleet": cmd_fleet, "export": cmd_export}
+            "fleet": cmd_fleet, "export": cmd_export, "html": cmd_html}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,17 +6,23 @@ The new content goes into a temporary file beside the target, which then replace
 one, never half of one. The replaced file keeps its permission bits; a new file gets those the
 umask gives (0644 under the usual umask 022), as ``open()`` would give it. (``mkstemp``
 creates its file 0600, and a plain rename would carry that mode over the replaced file.)
+
+A directory of files written together (the pages of a history) is replaced the same way:
+``replacing_dir`` fills a new directory beside the target, then swaps it in; a reader sees
+the old set or the new one, never a mix.
 """
 from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 NEW_FILE_MODE = 0o666       # before the umask, as open(path, "w") creates a file
+NEW_DIR_MODE = 0o777        # before the umask, as mkdir creates a directory
 
 
 def _existing_mode(path: Path) -> int | None:
@@ -72,3 +78,44 @@ def atomic_write(path: str | Path, data: str | bytes, *, fsync: bool = True) -> 
             if fsync:
                 f.flush()
                 os.fsync(f.fileno())
+
+
+def _create_temp_dir(path: Path) -> Path:
+    """A new, empty directory beside `path` (NEW_DIR_MODE less the umask)."""
+    for _ in range(100):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+        try:
+            os.mkdir(tmp, NEW_DIR_MODE)
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary name for {path.name}")
+
+
+@contextmanager
+def replacing_dir(path: str | Path) -> Iterator[Path]:
+    """``with replacing_dir(path) as tmp:`` fill the new directory `tmp` (beside `path`); when
+    the block ends without an error, `tmp` takes the place of `path` (the old directory moved
+    aside, the new one renamed in, the old one removed; it keeps the old one's mode). On any
+    error `tmp` is removed and `path` is untouched. The caller decides whether `path` may be
+    replaced: whatever it holds is gone after the swap."""
+    path = Path(path)
+    mode = _existing_mode(path)
+    tmp = _create_temp_dir(path)
+    try:
+        yield tmp
+        if mode is not None:
+            os.chmod(tmp, mode)
+            old = tmp.with_name(tmp.name[:-len(".tmp")] + ".old")
+            os.rename(path, old)
+            try:
+                os.rename(tmp, path)
+            except BaseException:
+                os.rename(old, path)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -23,14 +23,13 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import difflib
-import statistics
 from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy import event
 
-from .history_rows import (UNKNOWN_BOARD, HistoryError, iso, parse_date, result_dict,
-                           result_row, slug, split)
+from .history_rows import (FLEET_STATUSES, UNKNOWN_BOARD, HistoryError, fleet_of, iso,
+                           parse_date, result_dict, result_row, slug, split)
 
 __all__ = ["History", "HistoryError", "Recorded", "UNKNOWN_BOARD", "open_history",
            "SCHEMA_VERSION", "FLEET_STATUSES"]
@@ -39,7 +38,6 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_S = 60          # how long a SQLite writer waits for another one's transaction
 BATCH = 500                  # result rows per INSERT statement
 ADVISORY_LOCK = 0x67707563   # PostgreSQL: serialises the schema creation of several writers
-FLEET_STATUSES = ("pass", "fail", "measured")   # figures a fleet statistic counts
 
 metadata = sa.MetaData()
 JSON = sa.JSON()
@@ -427,55 +425,43 @@ class History:
 
     def series(self, key: str, board=None, model=None, arch=None) -> list[dict]:
         """One figure over time: a row per result of `key` (by board, then date): run, date,
-        board, device, driver, arch, value, spread, status, unit, expected."""
-        q = (sa.select(runs_t.c.id.label("run"), runs_t.c.run_date, runs_t.c.board,
-                       runs_t.c.device, runs_t.c.driver, results_t.c.arch, results_t.c.value,
-                       results_t.c.spread, results_t.c.status, results_t.c.unit,
-                       results_t.c.expected)
+        board, device, driver, arch, value, spread, status, unit, expected (and key)."""
+        return self.figures([key], board=board, model=model, arch=arch)
+
+    def figures(self, keys: list[str] | None = None, board=None, model=None,
+                arch=None) -> list[dict]:
+        """The rows `series` gives, of several keys (None: every key) in one query: by key,
+        then board, then date (the pages of a whole history read it once)."""
+        q = (sa.select(results_t.c.key, runs_t.c.id.label("run"), runs_t.c.run_date,
+                       runs_t.c.board, runs_t.c.device, runs_t.c.driver, results_t.c.arch,
+                       results_t.c.value, results_t.c.spread, results_t.c.status,
+                       results_t.c.unit, results_t.c.expected)
              .join(results_t, results_t.c.run_id == runs_t.c.id)
-             .where(results_t.c.key == key, *self._where(board, model))
-             .order_by(runs_t.c.board.asc().nulls_last(), runs_t.c.run_date.asc().nulls_first(),
-                       runs_t.c.id, results_t.c.id))
+             .where(*self._where(board, model))
+             .order_by(results_t.c.key, runs_t.c.board.asc().nulls_last(),
+                       runs_t.c.run_date.asc().nulls_first(), runs_t.c.id, results_t.c.id))
+        if keys is not None:
+            q = q.where(results_t.c.key.in_(list(keys)))
         if arch is not None:
             q = q.where(results_t.c.arch == arch)
-        with self._errors(f"cannot read {key}"), self.engine.connect() as conn:
+        what = keys[0] if keys is not None and len(keys) == 1 else "the results"
+        with self._errors(f"cannot read {what}"), self.engine.connect() as conn:
             rows = [dict(r._mapping) for r in conn.execute(q)]
         for r in rows:
             r["date"] = iso(r.pop("run_date"))
         return rows
 
     def fleet(self, key: str, model: str, arch: str | None = None) -> dict:
-        """`key` across the boards of `model`: per board its latest value, number of runs and
-        min/max/median over its runs; across boards (latest values, known boards only) the
-        number of boards, min, max, median and spread (max - min, and relative to the median).
-        Only judged or measured figures count (status pass/fail/measured)."""
+        """`key` across the boards of `model` (history_rows.fleet_of: per board its latest
+        value, runs, min/max/median; across boards min, max, median, spread)."""
         name = self.resolve_model(model)
-        rows = self.series(key, model=name, arch=arch)
-        usable = [r for r in rows if r["status"] in FLEET_STATUSES and r["value"] is not None]
-        per: dict = {}
-        for r in usable:
-            per.setdefault(r["board"], []).append(r)
-        boards = []
-        for b, rs in sorted(per.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
-            vals = [r["value"] for r in rs]
-            boards.append({"board": b, "latest": rs[-1]["value"], "latest_date": rs[-1]["date"],
-                           "driver": rs[-1]["driver"], "runs": len({r["run"] for r in rs}),
-                           "min": min(vals), "max": max(vals),
-                           "median": statistics.median(vals)})
-        latest = [b["latest"] for b in boards if b["board"] is not None]
-        out = {"key": key, "model": name, "arch": arch,
-               "unit": usable[-1]["unit"] if usable else None, "boards": boards,
-               "left_out": len(rows) - len(usable), "n_boards": len(latest)}
-        if latest:
-            med = statistics.median(latest)
-            out.update(min=min(latest), max=max(latest), median=med,
-                       spread=max(latest) - min(latest),
-                       spread_rel=(max(latest) - min(latest)) / abs(med) if med else None)
-        return out
+        return {"key": key, "model": name, "arch": arch,
+                **fleet_of(self.series(key, model=name, arch=arch))}
 
     def boards(self, model: str | None = None) -> list[dict]:
         """Every board (None: the runs of unknown boards) with its model, arch, number of
-        runs, first and last run date and the drivers it ran."""
+        runs, first and last run date, the drivers it ran (oldest first) and its latest run's
+        id and pytest and nightly exit statuses."""
         per: dict = {}
         for r in self.runs(model=model):
             b = per.setdefault((r["board"], r["device"]), {
@@ -483,6 +469,8 @@ class History:
                 "first": r["date"], "last": r["date"], "drivers": []})
             b["runs"] += 1
             b["last"] = r["date"] or b["last"]
+            b.update(last_run=r["id"], pytest_exit=r["pytest_exit"],
+                     nightly_exit=r["nightly_exit"])
             if r["driver"] and r["driver"] not in b["drivers"]:
                 b["drivers"].append(r["driver"])
         return sorted(per.values(), key=lambda b: (b["board"] is None, b["board"] or "",

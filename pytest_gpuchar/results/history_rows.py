@@ -7,6 +7,10 @@ result's board in ``provenance.uuid``; it becomes one run per board. Results wit
 (offline PTX->SASS checks, which no GPU measured) belong to every board's run, so that each
 run reads like the report of one board. A report with no UUID anywhere (the early runs) is one
 run of an unknown board: the store never invents a board.
+
+A figure's rows over time (what ``History.series`` gives) are read here too: per board, the
+changes of a board's driver, the summary across a model's boards (``fleet_of``), so that the
+command line and the pages read them one way.
 """
 from __future__ import annotations
 
@@ -16,12 +20,14 @@ import hashlib
 import json
 import math
 import re
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 UNKNOWN_BOARD = "unknown board"
 SOURCES = ("nightly", "pytest", "import")
+FLEET_STATUSES = ("pass", "fail", "measured")   # figures a fleet statistic counts
 NUMBERS = ("value", "spread", "deviation", "allowance", "noise_rel")
 TEXTS = ("status", "unit", "expected", "source", "method", "test", "detail", "noise_source")
 OBJECTS = ("data", "provenance")
@@ -330,3 +336,50 @@ def result_dict(row, common: dict | None = None) -> dict:
     for k, v in extra.items():
         r[k] = _restore(v) if k in NUMBERS else v
     return r
+
+
+# --- a figure's rows over time (History.series) ---------------------------------------------
+
+def per_board(rows: list[dict]) -> dict:
+    """The rows with a date and a finite value, per board, in date order."""
+    per: dict = {}
+    for r in rows:
+        if r["date"] and r["value"] is not None and math.isfinite(r["value"]):
+            per.setdefault(r["board"], []).append(r)
+    return per
+
+
+def driver_changes(rows: list[dict]) -> list[tuple]:
+    """(board, date, old driver, new driver) of every run whose driver differs from the
+    board's previous run."""
+    return [(b, cur["date"], prev["driver"], cur["driver"])
+            for b, rs in per_board(rows).items()
+            for prev, cur in zip(rs, rs[1:]) if cur["driver"] != prev["driver"]]
+
+
+def fleet_of(rows: list[dict]) -> dict:
+    """One figure across boards from its rows (one model's): per board its latest value,
+    number of runs and min/max/median over its runs; across boards (latest values, known
+    boards only) the number of boards, min, max, median and spread (max - min, and relative
+    to the median). Only judged or measured figures count (FLEET_STATUSES); `left_out` counts
+    the others."""
+    usable = [r for r in rows if r["status"] in FLEET_STATUSES and r["value"] is not None]
+    per: dict = {}
+    for r in usable:
+        per.setdefault(r["board"], []).append(r)
+    boards = []
+    for b, rs in sorted(per.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
+        vals = [r["value"] for r in rs]
+        boards.append({"board": b, "latest": rs[-1]["value"], "latest_date": rs[-1]["date"],
+                       "driver": rs[-1]["driver"], "runs": len({r["run"] for r in rs}),
+                       "min": min(vals), "max": max(vals),
+                       "median": statistics.median(vals)})
+    latest = [b["latest"] for b in boards if b["board"] is not None]
+    out = {"unit": usable[-1]["unit"] if usable else None, "boards": boards,
+           "left_out": len(rows) - len(usable), "n_boards": len(latest)}
+    if latest:
+        med = statistics.median(latest)
+        out.update(min=min(latest), max=max(latest), median=med,
+                   spread=max(latest) - min(latest),
+                   spread_rel=(max(latest) - min(latest)) / abs(med) if med else None)
+    return out

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_gpuchar.core.atomic import atomic_write, replacing
+from pytest_gpuchar.core.atomic import atomic_write, replacing, replacing_dir
 
 
 def mode(path: Path) -> int:
@@ -124,3 +124,29 @@ def test_no_writer_has_its_own_temporary_file():
            if p.name != "atomic.py" and ("mkstemp" in p.read_text() or
                                          "os.replace(" in p.read_text())]
     assert own == []
+
+
+def test_a_directory_is_replaced_whole_or_not_at_all(tmp_path, umask):
+    """replacing_dir: a new directory appears whole; a replaced one keeps its mode and loses
+    what the new one does not hold; an error half-way leaves the old one as it was and no
+    temporary directory behind."""
+    umask(0o022)
+    site = tmp_path / "site"
+    with replacing_dir(site) as tmp:
+        assert not site.exists() and tmp.parent == tmp_path
+        (tmp / "keys").mkdir()
+        (tmp / "index.html").write_text("one")
+        (tmp / "keys" / "a.html").write_text("a")
+    assert (site / "index.html").read_text() == "one" and mode(site) == 0o755
+    site.chmod(0o750)
+    with replacing_dir(site) as tmp:
+        (tmp / "index.html").write_text("two")
+        assert (site / "keys" / "a.html").exists()          # the old one until the swap
+    assert sorted(p.name for p in site.iterdir()) == ["index.html"]
+    assert (site / "index.html").read_text() == "two" and mode(site) == 0o750
+    with pytest.raises(RuntimeError):
+        with replacing_dir(site) as tmp:
+            (tmp / "index.html").write_text("half")
+            raise RuntimeError("killed half-way")
+    assert (site / "index.html").read_text() == "two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
