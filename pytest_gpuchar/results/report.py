@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..core.atomic import atomic_write
 from . import durations, fleet, generations, jitdiff
 from .files import ARTIFACTS
 from .judge import Result, Status
@@ -89,10 +90,12 @@ class Recorder:
         from .html import write_report
         directory.mkdir(parents=True, exist_ok=True)
         doc = json.loads(json.dumps(self.to_json(), default=str))
+        # each file whole or as it was: a run killed while writing leaves no half report for
+        # the next night to read as its previous run
         jpath = directory / "gpuchar-results.json"
-        jpath.write_text(json.dumps(doc, indent=1, sort_keys=False))
+        atomic_write(jpath, json.dumps(doc, indent=1, sort_keys=False))
         mpath = directory / "gpuchar-summary.md"
-        mpath.write_text(self.markdown())
+        atomic_write(mpath, self.markdown())
         return jpath, mpath, write_report(doc, directory, self.generations)
 
     def board_dependent(self) -> list[str]:

@@ -109,6 +109,26 @@ def test_recorder_write(tmp_path):
     assert row.count("|") == 10
 
 
+def test_a_report_write_that_fails_leaves_the_previous_report(tmp_path, monkeypatch):
+    """A run killed while writing its report leaves the previous night's files whole (the
+    next nightly reads them as its previous run), and no half-written file."""
+    rec = Recorder()
+    rec.add(_judge(4.4))
+    jpath, mpath, _ = rec.write(tmp_path)
+    before = {p.name: p.read_bytes() for p in (jpath, mpath)}
+    rec.add(_judge(9.0))
+
+    def dies():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(rec, "markdown", dies)
+    with pytest.raises(KeyboardInterrupt):
+        rec.write(tmp_path)
+    assert mpath.read_bytes() == before[mpath.name]                 # untouched
+    assert len(json.loads(jpath.read_text())["results"]) == 2      # whole, the new one
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [jpath.name, mpath.name, "index.html"])
+
+
 def test_every_status_is_known():
     assert {"pass", "fail", "unstable", "measured", "invalid"} <= {s.value for s in Status}
     assert Result("k", "sm_80", "pass").status is Status.PASS
