@@ -143,7 +143,13 @@ def _fleet(store: Store, args) -> int:
         return 1
     for path, keys in written.items():
         print(f"wrote {len(keys)} fleet ranges to {path} (devices.{args.model})")
-    return 0
+    judged, bad = fleetsample.misfits(arch, runs, args.model, root=store.root,
+                                      keys=set(args.key) if args.key else None)
+    print(f"the sample against the entries now written: {judged} figures judged, "
+          f"{len(bad)} out of tolerance")
+    for key, board, value, expected in bad[:20]:
+        print(f"  {key} on {board[:12]}: {value:g}, expected {expected}")
+    return 1 if bad else 0
 
 
 def parser() -> argparse.ArgumentParser:

@@ -347,3 +347,26 @@ def lines(plan: Plan, model: str) -> list[str]:
                    f"boards ({d.n_runs} runs{kept}; boards {d.spread_rel:.2%} apart, sigma "
                    f"{d.sigma_rel:.2%}: {d.sigma_basis}; tolerance {d.tolerance}{wider})")
     return out
+
+
+def misfits(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
+            keys: set[str] | None = None) -> tuple[int, list[tuple[str, str, float, str]]]:
+    """The sampled runs judged against the expectations now in the files, as the nightly
+    would: (figures judged, [(key, board, value, expected)] that fail). Runs measured with
+    another method, and runs older than their entry that it fails (left out of the sample),
+    are not judged. After `write_fleet` the list is empty unless a writer or rule is wrong."""
+    exp = E.Store(root).load(arch)
+    figs = collect(runs, arch, model)
+    judged, bad = 0, []
+    for key, fig in sorted(figs.items()):
+        expected = exp.get(key, model) if exp is not None else None
+        if expected is None or (keys and key not in keys):
+            continue
+        fig.drop_superseded(expected, _entry_date(expected))
+        for board, values in sorted(fig.boards.items()):
+            for v in values:
+                judged += 1
+                if not expected.check(v):
+                    bad.append((key, board, v, expected.describe()))
+    return judged, bad
+

@@ -130,7 +130,10 @@ def test_the_fleet_command(root, tmp_path, capsys):
     assert "l2.gpu: 4060-4060 ->" in out and "over 10 boards" in out
     assert "dry run: nothing written" in out and (root / "sm_90.yaml").read_text() == FILE
     assert cli.main(args) == 0
-    assert f"wrote 1 fleet ranges to {root / 'sm_90.yaml'}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"wrote 1 fleet ranges to {root / 'sm_90.yaml'}" in out
+    # the command judges its sample against what it wrote: 20 L2 and 20 add figures
+    assert "the sample against the entries now written: 40 figures judged, 0 out of" in out
     # no board of the model in the runs: one clear error, nothing written
     assert cli.main([*args[:-len(files)], files[0], "--model", "NVIDIA H200"]) == 2
     assert "no sm_90 figure of 'NVIDIA H200'" in capsys.readouterr().err
@@ -262,3 +265,14 @@ def test_the_noise_command_pairs_each_boards_runs_in_a_history_store(root, tmp_p
     noise = yaml.safe_load((root / "sm_90.yaml").read_text())["characteristics"][
         "latency.add"]["noise"]
     assert noise["rel"] == 0.085 and len(noise["boards"]) == 10
+
+
+def test_misfits_names_a_sampled_run_the_entries_fail(root):
+    """What the fleet command checks after writing: with the entries as they are (the L2
+    stream's 4060 +- 2%), the sample's lowest boards fail; after write_fleet none does."""
+    judged, bad = F.misfits("sm_90", SAMPLE, MODEL, root=root)
+    assert judged == 40 and {b for _, b, _, _ in bad} == {board(0), board(1)}
+    assert all(k == "l2.gpu" and "4060" in e for k, _, _, e in bad)
+    F.write_fleet("sm_90", F.plan_fleet("sm_90", SAMPLE, MODEL, root=root), MODEL, root=root)
+    assert F.misfits("sm_90", SAMPLE, MODEL, root=root) == (40, [])
+
