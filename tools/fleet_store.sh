@@ -8,11 +8,19 @@
 #   gpuchar-expectations fleet --history DB --arch sm_90 --model "NVIDIA H200" --dry-run
 # prints the plan results/sm_90/fleet/plan-nvidia-h200.txt holds.
 # Usage: bash tools/fleet_store.sh DB
+#        bash tools/fleet_store.sh --inputs DIR   (only the git-history reports, into DIR: what a
+#        GPU host without the repository's history imports; tools/gpu-host/fleet_round.sh)
 set -euo pipefail
-DB=${1:?usage: fleet_store.sh DB}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 cd "$(git rev-parse --show-toplevel)"
+if [ "${1:-}" = "--inputs" ]; then
+  tmp=${2:?usage: fleet_store.sh --inputs DIR}
+  mkdir -p "$tmp"
+  DB=""
+else
+  DB=${1:?usage: fleet_store.sh DB}
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+fi
 for c in $(git log --format=%h --all -- 'results/sm_90/*results.json.gz' \
              'results/sm_90/*/*results.json.gz' 'results/sm_90/*/*/*results.json.gz'); do
   git ls-tree -r --name-only "$c" -- results/sm_90 | grep -E 'results\.json\.gz$' |
@@ -31,6 +39,11 @@ for f in pathlib.Path(sys.argv[1]).glob("*.json.gz"):
         print(f"fleet_store: {f.name}: a hold-out board's run, left out")
         f.unlink()
 PY
+if [ -z "$DB" ]; then   # one file per content (a report unchanged over commits is one run)
+  (cd "$tmp" && md5sum ./*.json.gz | sort | awk 'seen[$1]++ {print $2}' | xargs -r rm)
+  echo "fleet_store: $(ls "$tmp" | wc -l) reports in $tmp"
+  exit 0
+fi
 gpuchar-history import "$tmp"/*.json.gz results/sm_90/fleet/*.json.gz \
   results/sm_90/fleet/runs/*.json.gz --db "$DB"
 gpuchar-history boards --db "$DB"

@@ -7,6 +7,7 @@
 # step's exit and wall); $OUT also gets g<i>.tgz (that board's reports, nightly.md files and
 # logs) and holdout.txt. The runs share the host's CPUs: their walls are not those of a
 # machine to itself. Usage: bash tools/gpu-host/holdout.sh
+# ($GPUCHAR_HOLDOUT_GPUS: the GPU indices to hold out, e.g. "2 3"; default every GPU)
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
 mkdir -p "$OUT"
@@ -15,6 +16,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile
   > /tmp/install.log 2>&1 || { echo "install failed"; tail /tmp/install.log; }
 export PYTHONPATH=/tmp/site PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
 n=$(nvidia-smi -L | grep -c '^GPU')
+GPUS=${GPUCHAR_HOLDOUT_GPUS:-$(seq 0 $((n - 1)))}   # which GPUs are held out (default: all)
 LIMIT=${GPUCHAR_STEP_S:-200}
 board() {   # $1: GPU index; every step on that GPU alone (CUDA_VISIBLE_DEVICES)
   local g=$1 d=/tmp/h$1 t rc
@@ -37,12 +39,12 @@ board() {   # $1: GPU index; every step on that GPU alone (CUDA_VISIBLE_DEVICES)
   echo "{\"uuid\": \"$uuid\", \"device\": \"$name\", \"date\": \"$(date -u +%Y-%m-%d)\", $r1, $r2, $r3}" \
     > "$d/row.json"
 }
-for g in $(seq 0 $((n - 1))); do
+for g in $GPUS; do
   board "$g" &
   sleep "${GPUCHAR_STAGGER_S:-5}"
 done
 wait
-for g in $(seq 0 $((n - 1))); do
+for g in $GPUS; do
   d=/tmp/h$g
   cat "$d/row.json" >> "$OUT/holdout.jsonl"
   { echo "== GPU $g: $(cat "$d/row.json")"
