@@ -82,14 +82,14 @@ class Record:
         self.session = session
 
     def __call__(self, m: Measurement, arch: str) -> Result:
-        r = judge(m, arch, self.session.expected(arch, m.key), test=self.node.nodeid,
+        r = judge(m, arch, self.session.expected(arch, m.key), test=test_id(self.node),
                   provenance=self.session.provenance())
         return self.note(r)
 
     def note(self, r: Result) -> Result:
         # a result made elsewhere names its test, and a hardware one the GPU it ran on (a
         # fleet report tells the boards' notes apart)
-        r.test = r.test or self.node.nodeid
+        r.test = r.test or test_id(self.node)
         if not r.provenance and self.node.get_closest_marker("hardware") is not None:
             r.provenance = self.session.provenance()
         self.node.user_properties.append(("gpuchar_result", r.as_dict()))
@@ -107,11 +107,11 @@ def gpuchar_artifact(request, gpuchar: GpuCharSession):
     (<report>/artifacts/<name>, listed in gpuchar-summary.md), or None without
     --gpuchar-report."""
     def _artifact(name: str, caption: str) -> Path | None:
-        path = gpuchar.artifact(name, caption, request.node.nodeid)
+        path = gpuchar.artifact(name, caption, test_id(request.node))
         if path is not None:
             request.node.user_properties.append(
                 ("gpuchar_artifact", {"name": name, "caption": caption,
-                                      "test": request.node.nodeid}))
+                                      "test": test_id(request.node)}))
         return path
     return _artifact
 
@@ -163,13 +163,19 @@ def _snapshot_trouble(result, node: pytest.Item, received: str) -> str:
     return ""
 
 
-def record_command(node: pytest.Item) -> str:
-    """The command that records this test's snapshot: its node id (without pytest-xdist's
-    @group suffix) and its arch."""
+def test_id(node: pytest.Item) -> str:
+    """The test's node id as a user types it: without the @group suffix pytest-xdist's
+    loadgroup distribution gives it on a worker (the id results and artifacts are recorded
+    under, the same in a serial and a split run)."""
     nodeid = node.nodeid
-    for mark in node.iter_markers("xdist_group"):
-        suffix = f"@{mark.args[0] if mark.args else mark.kwargs.get('name', '')}"
-        nodeid = nodeid.removesuffix(suffix)
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in node.iter_markers("xdist_group")})
+    return nodeid.removesuffix(f"@{'_'.join(names)}") if names else nodeid
+
+
+def record_command(node: pytest.Item) -> str:
+    """The command that records this test's snapshot: its node id (test_id) and its arch."""
+    nodeid = test_id(node)
     spec = getattr(node, "callspec", None)
     arch = spec.params.get("arch") if spec else None
     return (f"pytest {shlex.quote(nodeid)}" + (f" --gpu-arch={arch}" if arch else "")
@@ -211,7 +217,7 @@ def static_check(request, gpuchar: GpuCharSession, sass_snapshot, record: Record
             except (ProbeInvalid, sass.RegionError) as e:
                 first = str(e).splitlines()[0]
                 record.note(Result(key or f"sass.{p.name}", p.arch, Status.INVALID,
-                                   test=request.node.nodeid, detail=first))
+                                   test=test_id(request.node), detail=first))
                 if invalid == "xfail":
                     pytest.xfail(first)
                 pytest.fail(str(e), pytrace=False)

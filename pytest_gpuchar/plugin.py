@@ -93,7 +93,15 @@ def _configure_xdist(config: pytest.Config) -> None:
     `each`: one GPU each, the whole suite on every GPU); split (the default, when the user
     gave no --dist) distributes groups (loadgroup, session.py groups the tests): every worker
     compiles only the modules of the archs and topics it runs."""
-    if not getattr(config.option, "numprocesses", None) or getattr(config, "workerinput", None):
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        # a worker's options come from the command line, not from the controller's config:
+        # loadgroup (which suffixes each node id with its group, the unit the controller
+        # distributes) must be passed on (pytest_configure_node), or groups are split up
+        if workerinput.get("gpuchar_loadgroup"):
+            config.option.loadgroup = True
+        return
+    if not getattr(config.option, "numprocesses", None):
         return
     mode = config.getoption("gpuchar_distribute")
     given = any(a == "--dist" or a.startswith("--dist=") or a == "-d"
@@ -115,6 +123,12 @@ def _configure_xdist(config: pytest.Config) -> None:
         # (gw2 of 2 GPUs) that ran the whole suite again on GPU 0 beside gw0: every figure of
         # GPU 0 reported twice, each measured with another suite on the GPU (docs/run-time.md).
         config.option.maxworkerrestart = 0
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist, on the controller, per worker: whether the run distributes groups."""
+    node.workerinput["gpuchar_loadgroup"] = getattr(node.config.option, "dist", "") == "loadgroup"
 
 
 # --- pytest-benchmark integration -----------------------------------------------------------
@@ -205,13 +219,13 @@ def pytest_runtest_call(item: pytest.Item):
     except NotApplicable as e:
         if isinstance(e, DeclaredUnmeasurable):
             fixtures.Record(item, state(item.config)).note(Result(
-                f"unmeasurable.{item.name}", _arch_of(item), Status.INFO, test=item.nodeid,
+                f"unmeasurable.{item.name}", _arch_of(item), Status.INFO, test=fixtures.test_id(item),
                 detail=str(e)))
         pytest.skip(str(e))
     except NoFigure as e:
         record = fixtures.Record(item, state(item.config))
         for r in e.notes:
-            r.test = r.test or item.nodeid
+            r.test = r.test or fixtures.test_id(item)
             record.note(r)
         pytest.xfail(e.reason)
 

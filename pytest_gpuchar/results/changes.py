@@ -262,12 +262,16 @@ def _missing(cur: dict, prev: dict, skipped: dict[str, str],
     return out
 
 
+XDIST_GROUP = re.compile(r"@[^@\[\]/:]+$")    # pytest-xdist loadgroup's "@group" suffix
+
+
 def _pytest_nodeid(classname: str, name: str) -> str:
     """pytest's node id of a junit test case: classname "tests.characterisation.test_x" (a
-    class, if any, last and capitalised) -> "tests/characterisation/test_x.py::name"."""
+    class, if any, last and capitalised) -> "tests/characterisation/test_x.py::name" (without
+    the @group suffix a split run's test names carry)."""
     parts = classname.split(".")
     cls = [parts.pop()] if len(parts) > 1 and parts[-1][:1].isupper() else []
-    return "::".join(["/".join(parts) + ".py", *cls, name])
+    return "::".join(["/".join(parts) + ".py", *cls, XDIST_GROUP.sub("", name)])
 
 
 def junit_skips(path: Path) -> dict[str, str]:
@@ -294,7 +298,8 @@ def junit_failures(path: Path) -> list[dict]:
     for tc in root.iter("testcase"):
         for tag in ("failure", "error"):
             for el in tc.findall(tag):
-                nodeid = f"{tc.get('classname', '')}::{tc.get('name', '')}"
+                name = XDIST_GROUP.sub("", tc.get("name", ""))
+                nodeid = f"{tc.get('classname', '')}::{name}"
                 out.append({"test": nodeid, "kind": tag, "message": el.get("message", ""),
                             "text": el.text or ""})
     return out

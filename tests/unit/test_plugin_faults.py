@@ -153,6 +153,41 @@ def test_any(arch):
 """
 
 
+GROUPED = """
+import pytest
+from pytest_gpuchar.results.judge import Result, Status
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("n", range(6))
+def test_static(n, arch, record):
+    record.note(Result(f"demo.row{n}", arch, Status.INFO, detail="kept"))
+"""
+
+
+def test_split_keeps_each_group_on_one_worker(pytester, no_gpu):
+    """-n 2 (split): the controller hands out whole groups (an arch's static checks), so a
+    worker compiles only its archs' modules. A worker's options come from the command line,
+    so the plugin passes loadgroup on (without it every test was its own group); the
+    recorded test ids carry no @group suffix."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    pytester.makepyfile(test_grp=GROUPED)
+    result = pytester.runpytest_subprocess("-n", "2", "-v", "-p", "no:cacheprovider",
+                                           "--gpuchar-report", "out")   # every arch, no GPU
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    ran = re.findall(r"\[(gw\d)\].*PASSED test_grp\.py::test_static\[(sm_\d+)-\d\]@(sm_\d+)",
+                     result.stdout.str())
+    archs = {a for _, a, _ in ran}
+    assert len(archs) >= 2 and len(ran) == 6 * len(archs)
+    assert all(arch == group for _, arch, group in ran)
+    workers = {arch: {gw for gw, a, _ in ran if a == arch} for arch in archs}
+    assert all(len(w) == 1 for w in workers.values()), workers
+    assert len({gw for gw, _, _ in ran}) == 2            # both workers had groups
+    doc = json.loads((pytester.path / "out" / "gpuchar-results.json").read_text())
+    tests = {r["test"] for r in doc["results"] if r["key"].startswith("demo.")}
+    assert len(tests) == len(ran) and not any("@" in t for t in tests)
+
+
 def test_replicate_gives_no_snapshot_warning(pytester, no_gpu):
     """--gpuchar-distribute=replicate runs the static checks on gw0 only: the other workers
     deselect them after syrupy listed the collected tests, so its controller does not warn

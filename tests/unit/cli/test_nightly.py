@@ -407,3 +407,12 @@ def test_a_bad_previous_is_one_clear_error_before_the_night_runs(tmp_path, capsy
     assert n.main(["--previous", str(bad), "--out", str(tmp_path / "out")]) == ch.EXIT_BROKEN
     err = capsys.readouterr().err
     assert str(bad) in err and not (tmp_path / "out").exists()
+
+
+def test_a_split_runs_junit_names_lose_their_xdist_group():
+    """Under -n (loadgroup) pytest-xdist suffixes each test name with its group; the nightly
+    matches skips and failures to results by the id a serial run has."""
+    assert ch._pytest_nodeid("tests.characterisation.test_x", "test_a[sm_90-b]@sm_90-memory") \
+        == "tests/characterisation/test_x.py::test_a[sm_90-b]"
+    assert ch._pytest_nodeid("tests.characterisation.test_x", "test_a[sm_90-x@y]") \
+        == "tests/characterisation/test_x.py::test_a[sm_90-x@y]"
