@@ -64,7 +64,8 @@ def _noise(store: Store, args) -> int:
     try:
         said = {}
         for device, ks in _by_section(store, arch, keys, args.device).items():
-            said |= declare_noise(arch, pairs, ks, root=store.root, device=device)
+            said |= declare_noise(arch, pairs, ks, root=store.root, device=device,
+                                  complete=bool(args.history))
     except NoiseError as e:
         print(f"gpuchar-expectations: nothing written: {e}", file=sys.stderr)
         return 2

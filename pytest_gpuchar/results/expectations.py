@@ -385,10 +385,13 @@ def noise_of(moves: list[float]) -> float:
 
 
 def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: list[str], *,
-                  root: Path, device: str | None = None) -> dict[str, str]:
+                  root: Path, device: str | None = None, complete: bool = False
+                  ) -> dict[str, str]:
     """Write each key's run-to-run noise into its entry (the arch values or the `device`
     section): `noise.boards` keeps every board's moves (the entry's, then this call's pairs:
-    give each pair once), `noise.rel` is noise_of() over all of them, `noise.source` says so.
+    give each pair once; with `complete`, the pairs are every run of their boards - a history
+    store's - and a board's moves replace its earlier ones, so a second call changes nothing),
+    `noise.rel` is noise_of() over all of them, `noise.source` says so.
     A key with fewer than NOISE_MIN_MOVES moves, or whose moves stay within the nightly's own
     1%, gets none (the entry is left as it was). Atomic per file, every other entry kept.
     Returns key -> what was done."""
@@ -409,7 +412,10 @@ def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: l
         boards = {str(b): [float(x) for x in (m if isinstance(m, list) else [m])] for b, m in
                   ((old.get("noise") or {}).get("boards") or {}).items()}
         for b, ms in moves[key].items():
-            boards.setdefault(b, []).extend(ms)
+            if complete:
+                boards[b] = list(ms)
+            else:
+                boards.setdefault(b, []).extend(ms)
         every = [m for ms in boards.values() for m in ms]
         if len(every) < NOISE_MIN_MOVES:
             said[key] = (f"{len(every)} move(s) measured, fewer than {NOISE_MIN_MOVES}: "

@@ -265,6 +265,10 @@ def test_the_noise_command_pairs_each_boards_runs_in_a_history_store(root, tmp_p
     noise = yaml.safe_load((root / "sm_90.yaml").read_text())["characteristics"][
         "latency.add"]["noise"]
     assert noise["rel"] == 0.085 and len(noise["boards"]) == 10
+    # the store holds every run of its boards: a second call replaces their moves by the same
+    before = (root / "sm_90.yaml").read_text()
+    assert cli.main([*args, "--device", MODEL]) == 0
+    assert (root / "sm_90.yaml").read_text() == before
 
 
 def test_misfits_names_a_sampled_run_the_entries_fail(root):
