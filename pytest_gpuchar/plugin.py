@@ -207,6 +207,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state(config).static_once(items)
+    _check_grouping(config, items)
+
+
+def _check_grouping(config: pytest.Config, items: list) -> None:
+    """On a worker of a split run, after pytest-xdist named each test's group in its node id:
+    whether it did. Under pytest 9.2 with pytest-xdist 3.8 it cannot (pytest-xdist#1386: the
+    node id it rewrites is no longer the one pytest reads), and the controller then hands out
+    tests one by one; the controller says so (session.py, terminal summary, report meta)."""
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput or not workerinput.get("gpuchar_loadgroup"):
+        return
+    grouped = [i for i in items if i.get_closest_marker("xdist_group") is not None]
+    if grouped:
+        config.workeroutput["gpuchar_grouped"] = all(
+            i.nodeid != fixtures.test_id(i) for i in grouped)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -219,8 +234,8 @@ def pytest_runtest_call(item: pytest.Item):
     except NotApplicable as e:
         if isinstance(e, DeclaredUnmeasurable):
             fixtures.Record(item, state(item.config)).note(Result(
-                f"unmeasurable.{item.name}", _arch_of(item), Status.INFO, test=fixtures.test_id(item),
-                detail=str(e)))
+                f"unmeasurable.{item.name}", _arch_of(item), Status.INFO,
+                test=fixtures.test_id(item), detail=str(e)))
         pytest.skip(str(e))
     except NoFigure as e:
         record = fixtures.Record(item, state(item.config))

@@ -383,6 +383,8 @@ class GpuCharSession:
         for key in ("topics", "topic_docs"):
             if out.get(f"gpuchar_{key}"):
                 self.recorder.meta.setdefault(key, {}).update(out[f"gpuchar_{key}"])
+        if out.get("gpuchar_grouped") is False and "xdist_grouping" not in self.recorder.meta:
+            self.recorder.meta["xdist_grouping"] = xdist_grouping_failed()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
@@ -447,3 +449,17 @@ class GpuCharSession:
                 meta["sm_clock_error"] = f"{type(e).__name__}: {e}"
             meta["sm_clock_measured_mhz"] = mhz
         return dev.provenance(sm_clock_measured_mhz=meta["sm_clock_measured_mhz"])
+
+
+def xdist_grouping_failed() -> str:
+    """What a split run whose groups pytest-xdist could not form did instead."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        xd = version("pytest-xdist")
+    except PackageNotFoundError:
+        xd = "?"
+    return (f"split: pytest-xdist {xd} could not group the tests under pytest "
+            f"{pytest.__version__} (pytest-xdist#1386): they were handed out one by one, "
+            f"so an arch's static checks and a topic's hardware tests ran on several workers "
+            f"(every figure is still its own board's; only the compile sharing is lost)")
+

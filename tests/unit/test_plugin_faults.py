@@ -175,15 +175,24 @@ def test_split_keeps_each_group_on_one_worker(pytester, no_gpu):
     result = pytester.runpytest_subprocess("-n", "2", "-v", "-p", "no:cacheprovider",
                                            "--gpuchar-report", "out")   # every arch, no GPU
     assert result.ret == 0, result.stdout.str()[-3000:]
+    doc = json.loads((pytester.path / "out" / "gpuchar-results.json").read_text())
+    text = result.stdout.str()
+    if "could not group the tests" in text:
+        # pytest 9.2 with pytest-xdist <= 3.8 (pytest-xdist#1386): no group can be formed;
+        # the run says so, in the terminal and the report, instead of passing for grouped
+        assert "pytest-xdist#1386" in doc["meta"]["xdist_grouping"]
+        tests = {r["test"] for r in doc["results"] if r["key"].startswith("demo.")}
+        assert tests and not any("@" in t for t in tests)
+        return
     ran = re.findall(r"\[(gw\d)\].*PASSED test_grp\.py::test_static\[(sm_\d+)-\d\]@(sm_\d+)",
-                     result.stdout.str())
+                     text)
     archs = {a for _, a, _ in ran}
     assert len(archs) >= 2 and len(ran) == 6 * len(archs)
     assert all(arch == group for _, arch, group in ran)
     workers = {arch: {gw for gw, a, _ in ran if a == arch} for arch in archs}
     assert all(len(w) == 1 for w in workers.values()), workers
     assert len({gw for gw, _, _ in ran}) == 2            # both workers had groups
-    doc = json.loads((pytester.path / "out" / "gpuchar-results.json").read_text())
+    assert "xdist_grouping" not in doc["meta"]
     tests = {r["test"] for r in doc["results"] if r["key"].startswith("demo.")}
     assert len(tests) == len(ran) and not any("@" in t for t in tests)
 
