@@ -134,7 +134,10 @@ def test_xdist_gives_the_same_report_as_a_serial_run(pytester, no_gpu, monkeypat
     # the same summary (the workers' offline compiles counted too), no warning a correct
     # run cannot avoid
     assert "offline SASS modules: N" in serial["summary"]
-    assert parallel["summary"] == serial["summary"]
+    # under pytest 9.2 with pytest-xdist 3.8 a split run also says that it could not group
+    # the tests (pytest-xdist#1386; test_split_keeps_each_group_on_one_worker)
+    summary = [ln for ln in parallel["summary"] if not ln.startswith("split: pytest-xdist")]
+    assert summary == serial["summary"]
     assert parallel["warnings"] == serial["warnings"] == []
 
 
