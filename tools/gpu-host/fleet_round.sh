@@ -16,10 +16,7 @@
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . \
-  > /tmp/install.log 2>&1 || { echo "install failed"; tail /tmp/install.log; }
-export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+. tools/gpu-host/install.sh
 k=${GPUCHAR_SAMPLE_N:-2}
 {
   if [ -n "${GPUCHAR_ROUND_SAMPLE:-}" ]; then

@@ -10,10 +10,7 @@ set -u
 OUT=${OUT:-$PWD/gpuchar-out}
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . \
-  > "$LOGS/install.log" 2>&1 || { echo "install failed"; tail "$LOGS/install.log"; }
-export PYTHONPATH=/tmp/site PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+. tools/gpu-host/install.sh "$LOGS/install.log"
 n=$(nvidia-smi -L | grep -c '^GPU')
 nvidia-smi -L > "$LOGS/gpus.txt"
 tag=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1 | cut -c5-12)

@@ -36,12 +36,7 @@ OUT=${OUT:-$PWD/gpuchar-out}
 STEPS=${GPUCHAR_STEPS:-night1,night2}
 LOGS=$OUT/logs
 mkdir -p "$LOGS"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . \
-  > "$LOGS/install.log" 2>&1 || { echo "install failed"; tail "$LOGS/install.log"; }
-export PYTHONPATH=/tmp/site
-export PATH=$PATH:/usr/local/cuda/bin
-export PYTHONUNBUFFERED=1
+. tools/gpu-host/install.sh "$LOGS/install.log"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv > "$LOGS/nvidia-smi.txt" 2>&1
 read -r arch dev <<<"$(python3 -c "from pytest_gpuchar.core import device; d = device.detect(); print(d.arch, d.name) if d else print('none none')")"

@@ -18,10 +18,7 @@ set -u
 TESTS=${GPUCHAR_TESTS:-tests/characterisation}
 OUT=${OUT:-$PWD/gpuchar-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site .
-export PYTHONPATH=/tmp/site
-export PATH=$PATH:/usr/local/cuda/bin
+. tools/gpu-host/install.sh
 arch=$(python3 -c "from pytest_gpuchar.core import device; d = device.detect(); print(d.arch if d else '')")
 dev=$(python3 -c "from pytest_gpuchar.core import device; d = device.detect(); print(d.name if d else '')")
 accept=()

@@ -14,10 +14,7 @@ TESTS=${GPUCHAR_TESTS:-tests/characterisation}
 RUNS=${GPUCHAR_RUNS:-2}
 OUT=${OUT:-$PWD/gpuchar-out}
 mkdir -p "$OUT/logs"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site .
-export PYTHONPATH=/tmp/site
-export PATH=$PATH:/usr/local/cuda/bin
+. tools/gpu-host/install.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv > "$OUT/logs/nvidia-smi.txt"
 arch=$(python3 -c "from pytest_gpuchar.core import device; d = device.detect(); print(d.arch if d else '')")

@@ -11,10 +11,7 @@
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/site . \
-  > /tmp/install.log 2>&1 || { echo "install failed"; tail /tmp/install.log; }
-export PYTHONPATH=/tmp/site PATH=$PATH:/usr/local/cuda/bin PYTHONUNBUFFERED=1
+. tools/gpu-host/install.sh
 n=$(nvidia-smi -L | grep -c '^GPU')
 GPUS=${GPUCHAR_HOLDOUT_GPUS:-$(seq 0 $((n - 1)))}   # which GPUs are held out (default: all)
 LIMIT=${GPUCHAR_STEP_S:-200}
