@@ -296,14 +296,20 @@ def fill_granularity(strides: list[int], latency: list[float], *,
     reaches `frac` of the way from the smallest stride's latency to the all-miss level (the
     largest strides' median), or None when the curve does not rise (no misses seen)."""
     lat = np.asarray(latency, dtype=float)
-    top = float(np.median(lat[-2:]))
-    bottom = float(lat[0])
-    if top - bottom < 4.0:
+    if float(np.median(lat[-2:])) - float(lat[0]) < 4.0:
         return None
+    level = fill_level(latency, frac)
     for s, v in zip(strides, lat):
-        if v >= bottom + frac * (top - bottom):
+        if v >= level:
             return int(s)
     return None
+
+
+def fill_level(latency: list[float], frac: float = 0.9) -> float:
+    """The latency `frac` of the way from the smallest stride's to the all-miss level (the
+    largest strides' median): where the fill size is read."""
+    lat = np.asarray(latency, dtype=float)
+    return float(lat[0]) + frac * (float(np.median(lat[-2:])) - float(lat[0]))
 
 
 def fill_ambiguity(strides: list[int], latency: list[float], spread: list[float], fill: int,
@@ -315,9 +321,8 @@ def fill_ambiguity(strides: list[int], latency: list[float], spread: list[float]
     i = strides.index(fill) if fill in strides else 0
     if i == 0:
         return ""
-    lat = np.asarray(latency, dtype=float)
-    level = float(lat[0]) + frac * (float(np.median(lat[-2:])) - float(lat[0]))
-    below, sp = float(lat[i - 1]), float(spread[i - 1])
+    level = fill_level(latency, frac)
+    below, sp = float(latency[i - 1]), float(spread[i - 1])
     if below + sp < level:
         return ""
     return (f"the stride below the fill size ({strides[i - 1]} B: {below:.0f} +- {sp:.0f} "
