@@ -84,9 +84,12 @@ def _by_section(store: Store, arch: str, keys: list[str], device: str | None
     if device is None:
         return {None: keys}
     out: dict[str | None, list[str]] = {}
+    read: dict[Path, dict] = {}                 # each file parsed once
     for key in keys:
-        has = key in section_entries(file_for(key, arch, store.root), device)
-        out.setdefault(device if has else None, []).append(key)
+        path = file_for(key, arch, store.root)
+        if path not in read:
+            read[path] = section_entries(path, device)
+        out.setdefault(device if key in read[path] else None, []).append(key)
     return out
 
 

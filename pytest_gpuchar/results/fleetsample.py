@@ -257,7 +257,7 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         fig = figs[key]
         expected = exp.get(key, model) if exp is not None else None
         if expected is not None:
-            fig.drop_superseded(expected, _entry_date(expected))
+            fig.drop_superseded(expected, expected.measured)
         if len(fig.boards) < min_boards:
             plan.too_few[key] = len(fig.boards)
             continue
@@ -277,11 +277,6 @@ def plan_fleet(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         d.superseded = list(fig.superseded)
         (plan.written if d.written else plan.agreeing)[key] = d
     return plan
-
-
-def _entry_date(expected) -> str:
-    """When the entry was measured (Expected.measured), '' when it does not say."""
-    return expected.measured
 
 
 def rejected_boards(fig: Figure, expected) -> list[str]:
@@ -362,7 +357,7 @@ def misfits(arch: str, runs: Iterable[list[dict]], model: str, *, root: Path,
         expected = exp.get(key, model) if exp is not None else None
         if expected is None or (keys and key not in keys):
             continue
-        fig.drop_superseded(expected, _entry_date(expected))
+        fig.drop_superseded(expected, expected.measured)
         for board, values in sorted(fig.boards.items()):
             for v in values:
                 judged += 1
