@@ -296,9 +296,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         gc.set_threshold(*GC_THRESHOLDS)
 
 
+def _finish_plots(st) -> None:
+    """Wait for the plots written in the background (results/plots.py); one that could not be
+    written is named in its artifact entry and the report, never listed as if it were there."""
+    from .results import plots
+    failed = plots.finish()
+    if failed:
+        for a in st.recorder.artifacts:
+            if a["name"] in failed:
+                a["error"] = failed[a["name"]]
+        st.recorder.meta["artifacts_failed"] = failed
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     st = state(session.config)
     st.builds.close()
+    _finish_plots(st)
     st.publish_to_controller()
     if st.builds.listings is not None and not st.is_worker and (
             st.builds.listings.stored or st.controller_of_workers):

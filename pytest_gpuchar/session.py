@@ -424,6 +424,9 @@ class GpuCharSession:
         d = self.report_dir / ARTIFACTS
         d.mkdir(parents=True, exist_ok=True)
         self.recorder.add_artifact(name, caption, test)
+        if self._device:       # a hardware run's plots are written beside its tests
+            from .results import plots
+            plots.start_background()
         return d / name
 
     def board_entry(self) -> dict:

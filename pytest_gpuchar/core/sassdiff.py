@@ -12,6 +12,7 @@ whose forms are the same multiset differ only in order or register allocation.
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ def region(text: str) -> str:
     return "\n".join(out)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def mask(line: str) -> str:
     """A line's form: register and label numbers dropped."""
     return _LABEL.sub("L", _REG.sub(lambda m: m.group(1), line))

@@ -1,8 +1,17 @@
 """Plot output for the run's report: matplotlib on its non-interactive backend, written
 atomically (a half-written PNG never lands in a report). Each topic draws its own figures and
-saves them with `save`; a PNG gets an SVG twin beside it, which the HTML report inlines."""
+saves them with `save`; a PNG gets an SVG twin beside it, which the HTML report inlines.
+
+Laying a figure out and writing its PNG and SVG costs about ten times what building it does
+(half a second for a tensor sweep's heatmap), so a hardware run renders in the background:
+`start_background()` makes `save` hand the figure (pickled) to a pool of processes and return
+at once; `finish()` waits for every figure and says which could not be written. Without it
+(the default, and for a figure that does not pickle) `save` writes in the caller's thread."""
 from __future__ import annotations
 
+import os
+import pickle
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 from ..core.atomic import replacing
@@ -16,6 +25,10 @@ def pyplot():
     return plt
 
 
+def _plain(value, _pos) -> str:
+    return f"{value:g}"
+
+
 def plain_log_ticks(ax, *axes: str) -> None:
     """Tick labels of log axes as plain numbers ("1024", "0.001") instead of matplotlib's
     $10^{3}$: those go through mathtext, whose first parse builds a pyparsing grammar (about
@@ -23,17 +36,26 @@ def plain_log_ticks(ax, *axes: str) -> None:
     from matplotlib.ticker import FuncFormatter, NullFormatter
     for name in axes or ("x", "y"):
         axis = ax.xaxis if name == "x" else ax.yaxis
-        axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+        axis.set_major_formatter(FuncFormatter(_plain))     # (a function, so figures pickle)
         axis.set_minor_formatter(NullFormatter())
 
 
 def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     """Write `fig` to `path` (format from the suffix) atomically and close it. A PNG gets an
     SVG twin (`<stem>.svg`, text as text, no date: the HTML report inlines it), both cropped
-    to the one tight box (computed once: the two saves lay the figure out once each)."""
-    import matplotlib
+    to the one tight box (computed once: the two saves lay the figure out once each). While
+    a background renderer runs, the files are written by it (`finish` waits for them)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if _background is not None and _background.submit(fig, path, dpi):
+        pyplot().close(fig)
+        return path
+    _write(fig, path, dpi)
+    return path
+
+
+def _write(fig, path: Path, dpi: int) -> None:
+    import matplotlib
     try:
         fig.canvas.draw()
         box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(0.1)   # "tight", 0.1 in
@@ -45,4 +67,76 @@ def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
                     fig.savefig(tmp, bbox_inches=box, metadata={"Date": None})
     finally:
         pyplot().close(fig)
+
+
+def _write_pickled(data: bytes, path: str, dpi: int) -> None:
+    """In a renderer process: the figure as the caller built it, written as `save` would."""
+    pyplot()
+    _write(pickle.loads(data), Path(path), dpi)
+
+
+class Renderer:
+    """A pool of processes writing figures (spawned, not forked: the caller holds a CUDA
+    context); `pending` maps each path to its write."""
+
+    def __init__(self, workers: int):
+        import multiprocessing
+        self.pool = ProcessPoolExecutor(max_workers=workers,
+                                        mp_context=multiprocessing.get_context("spawn"))
+        self.pending: dict[Path, Future] = {}
+
+    def submit(self, fig, path: Path, dpi: int) -> bool:
+        """Queue `fig`; False when it cannot travel to another process (then the caller
+        writes it itself)."""
+        try:
+            data = pickle.dumps(fig)
+        except Exception:      # an unpicklable artist (a lambda formatter, say)
+            return False
+        self.pending[path] = self.pool.submit(_write_pickled, data, str(path), dpi)
+        return True
+
+    def finish(self) -> dict[str, str]:
+        """Wait for every queued figure; {file name: why} for those not written."""
+        failed = {}
+        for path, job in self.pending.items():
+            try:
+                job.result()
+            except Exception as e:     # the figure's own error, or a renderer process lost
+                failed[path.name] = f"{type(e).__name__}: {e}"
+        self.pool.shutdown()
+        self.pending.clear()
+        return failed
+
+
+_background: Renderer | None = None
+
+
+def background_workers() -> int:
+    """Renderer processes for a host: a quarter of its cores, 1 to 4 (the JIT and the
+    offline compiles run beside them early in a run)."""
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
+
+
+def start_background(workers: int | None = None) -> None:
+    """From now on `save` writes through a pool of renderer processes (idempotent)."""
+    global _background
+    if _background is None:
+        _background = Renderer(workers or background_workers())
+
+
+def written(path: str | Path) -> Path:
+    """`path` once its figure is on disk: waits for the background renderer's write of it
+    (re-raising that write's error); at once when it was written in place."""
+    path = Path(path)
+    job = _background.pending.get(path) if _background is not None else None
+    if job is not None:
+        job.result()
     return path
+
+
+def finish() -> dict[str, str]:
+    """Wait for the background renderer's figures and stop it: {file name: why} for each
+    figure it could not write ({} when none ran)."""
+    global _background
+    renderer, _background = _background, None
+    return renderer.finish() if renderer is not None else {}

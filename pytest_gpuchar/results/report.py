@@ -163,6 +163,8 @@ class Recorder:
                 link = f"{ARTIFACTS}/{a['name']}"
                 shown = f"![{a['caption']}]({link})" if a["name"].endswith(".png") else \
                     f"[{a['name']}]({link})"
+                if a.get("error"):
+                    shown = f"{a['name']} was not written: {a['error']}"
                 out += [f"**{a['caption']}** ({a['test']})", "", shown, ""]
         return "\n".join(out) + "\n"
 

@@ -67,6 +67,8 @@ def write(tr, st) -> None:
         _line(tr, f"skipped {n}: {reason}")
     if len(st.skip_reasons) > 10:
         _line(tr, f"  ... {len(st.skip_reasons) - 10} more skip reasons (-rs lists them)")
+    for name, why in sorted(rec.meta.get("artifacts_failed", {}).items()):
+        _line(tr, f"plot not written: {name}: {why}", yellow=True)
     if rec.meta.get("xdist_grouping"):
         _line(tr, rec.meta["xdist_grouping"], yellow=True)
     _acceptance(tr, rec.meta.get("acceptance"))

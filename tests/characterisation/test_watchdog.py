@@ -1,6 +1,6 @@
 """The watchdog on real hardware: a kernel that runs past the limit ends the wait with an error
 naming the probe, and the session treats the GPU as wedged (the rest of the hardware tests
-skip). Run in a subprocess, with a kernel that spins for a bounded 3 s, so this session's GPU
+skip). Run in a subprocess, with a kernel that spins for a bounded 1.5 s, so this session's GPU
 is never wedged."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 from pytest_gpuchar.core import device, gpu as g
 gpu = g.Gpu(device.detect(), g.JitCache(), watchdog_s=0.5)
 try:
-    gpu.spin(3.0, timeout_s=0.5, name="latency/spin.selftest")
+    gpu.spin(1.5, timeout_s=0.5, name="latency/spin.selftest")
 except g.ProbeHang as e:
     print("HANG:", e)
     print("WEDGED:", gpu.wedged)

@@ -1,0 +1,99 @@
+"""Plots written in the background (results/plots.py): the files a renderer process writes are
+the files the caller would have written; a figure that cannot travel is written in place; one
+that cannot be drawn is named, with its reason, in the artifact list and the report."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_gpuchar.results import plots
+from pytest_gpuchar.results.report import Recorder
+
+
+def _log_curve(title: str = "bytes per clock over size"):
+    plt = plots.pyplot()
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.loglog([1024, 4096, 65536, 1 << 20], [12.5, 30.1, 60.2, 61.0], marker="o")
+    plots.plain_log_ticks(ax)
+    ax.set_title(title)
+    return fig
+
+
+def _tensor_heatmap():
+    from pytest_gpuchar.topics.tensor.mma import plots as tensor_plots
+    from pytest_gpuchar.topics.tensor.mma.analysis import SweepPoint
+    pts = {(w, i): SweepPoint(w, i, 30.0 + w, 100.0 * w / i, 0.1, 0.1, False, "", 1000,
+                              False, 0.0, (1, 2, 3), 4, "")
+           for w in (1, 4, 8) for i in (1, 2, 4)}
+    return tensor_plots.heatmap(pts, "mma f16.f32.m16n8k16 on sm_90", "FMA/clk/SM")
+
+
+@pytest.fixture
+def renderer():
+    plots.start_background(1)
+    yield
+    plots.finish()
+
+
+def test_the_background_writes_what_the_caller_would(tmp_path, renderer):
+    """PNG and SVG twin of two kinds of plot (log axes with plain ticks, a heatmap with its
+    colour bars): the SVG byte for byte, the PNG too."""
+    background = [plots.save(_log_curve(), tmp_path / "bg" / "curve.png"),
+                  plots.save(_tensor_heatmap(), tmp_path / "bg" / "heat.png")]
+    assert plots.finish() == {}
+    plots._write(_log_curve(), tmp_path / "curve.png", 120)
+    plots._write(_tensor_heatmap(), tmp_path / "heat.png", 120)
+    for path in background:
+        for suffix in (".png", ".svg"):
+            made = path.with_suffix(suffix)
+            assert made.read_bytes() == (tmp_path / made.name).read_bytes(), made.name
+
+
+def test_a_figure_that_does_not_pickle_is_written_in_place(tmp_path, renderer):
+    from matplotlib.ticker import FuncFormatter
+    fig = _log_curve()
+    fig.axes[0].xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.0f} B"))
+    path = plots.save(fig, tmp_path / "lambda.png")
+    assert path.is_file() and path.with_suffix(".svg").is_file()    # before finish()
+    assert plots._background.pending == {}
+    assert plots.finish() == {}
+
+
+def test_a_figure_that_cannot_be_drawn_is_named_in_the_report(tmp_path, renderer):
+    """Its files are not there, half or whole; its artifact entry and the report say why."""
+    from pytest_gpuchar.plugin import _finish_plots
+    good = plots.save(_log_curve(), tmp_path / "good.png")
+    plots.save(_log_curve(r"$\notacommand{x}$"), tmp_path / "bad.png")   # mathtext fails
+    rec = Recorder()
+    rec.add_artifact("good.png", "a curve", "test_a")
+    rec.add_artifact("bad.png", "a broken curve", "test_b")
+    _finish_plots(SimpleNamespace(recorder=rec))
+    assert good.is_file() and good.with_suffix(".svg").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.png", "good.svg"]
+    why = rec.meta["artifacts_failed"]["bad.png"]
+    assert why.startswith("ValueError") and "notacommand" in why
+    assert rec.artifacts[1]["error"] == why and "error" not in rec.artifacts[0]
+    assert "bad.png was not written: ValueError" in rec.markdown()
+
+
+def test_without_a_renderer_save_writes_at_once(tmp_path):
+    assert plots._background is None and plots.finish() == {}
+    path = plots.save(_log_curve(), tmp_path / "now.png")
+    assert path.is_file() and path.with_suffix(".svg").is_file()
+
+
+def test_workers_are_a_quarter_of_the_cores_one_to_four(monkeypatch):
+    import os
+    for cores, workers in ((None, 1), (2, 1), (8, 2), (16, 4), (128, 4)):
+        monkeypatch.setattr(os, "cpu_count", lambda c=cores: c)
+        assert plots.background_workers() == workers
+
+
+def test_written_waits_for_the_file_and_says_why_it_is_not_there(tmp_path, renderer):
+    path = plots.save(_log_curve(), tmp_path / "wait.png")
+    assert plots.written(path).is_file()
+    bad = plots.save(_log_curve(r"$\notacommand{x}$"), tmp_path / "bad.png")
+    with pytest.raises(ValueError, match="notacommand"):
+        plots.written(bad)
+    assert plots.written(tmp_path / "never-queued.png") == tmp_path / "never-queued.png"
