@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core.fit import fit
+from ...core.fit import fit, per_sm_spans
 from .rows import DpxRow
 
 LANES = {"s32": ((0, 32, True),), "u32": ((0, 32, False),),
@@ -101,15 +101,6 @@ def mismatches(row: DpxRow, expected: list[dict[str, int]], stored: list[tuple[i
 
 
 # --- throughput -----------------------------------------------------------------------------
-
-def per_sm_spans(rec: np.ndarray) -> dict[int, tuple[int, int]]:
-    """rec (warps, 3) [start, end, smid] -> {smid: (busy cycles, warps)}."""
-    out: dict[int, list] = {}
-    for start, end, smid in rec.astype(np.int64).tolist():
-        s = out.setdefault(int(smid), [start, end, 0])
-        s[0], s[1], s[2] = min(s[0], start), max(s[1], end), s[2] + 1
-    return {k: (int(v[1] - v[0]), v[2]) for k, v in out.items()}
-
 
 @dataclass
 class CallRate:

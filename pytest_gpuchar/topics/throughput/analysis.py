@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core.fit import fit, least_squares
+from ...core.fit import fit, least_squares, per_sm_spans
 from .kernels import BLOCKS_PER_SM
 from .rows import SCHEDULERS_PER_SM
 
@@ -18,17 +18,6 @@ GAP_AGREEMENT = 0.15          # block launch: slope-minus-body against the media
 
 
 # --- whole-GPU throughput ------------------------------------------------------------------
-
-def per_sm_spans(rec: np.ndarray) -> dict[int, tuple[int, int]]:
-    """rec: (warps, 3) u64 [start, end, smid] -> {smid: (busy cycles, warps)}."""
-    out: dict[int, list] = {}
-    for start, end, smid in rec.tolist():
-        s = out.setdefault(int(smid), [start, end, 0])
-        s[0] = min(s[0], start)
-        s[1] = max(s[1], end)
-        s[2] += 1
-    return {k: (int(v[1] - v[0]), v[2]) for k, v in out.items()}
-
 
 def trip_spans(host: dict[int, np.ndarray],
                reps: int) -> tuple[dict[int, list[float]], int, list[int]]:

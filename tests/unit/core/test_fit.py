@@ -108,3 +108,34 @@ def test_fitted_slope_close_to_true_slope(slope, intercept, noise, lengths):
     assert abs(f.value - slope) <= 0.5
     assert len(f.slopes) == reps
     assert f.spread >= 0
+
+
+@given(st.lists(st.tuples(st.integers(-10**6, 10**6), st.floats(-1e6, 1e6)), min_size=2,
+                max_size=8, unique_by=lambda p: p[0]))
+def test_the_closed_form_line_is_numpys_least_squares(points):
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    a = np.vstack([np.asarray(xs, float), np.ones(len(xs))]).T
+    (m, c), *_ = np.linalg.lstsq(a, np.asarray(ys), rcond=None)
+    got = measure.least_squares(xs, ys)
+    scale = max(1.0, max(abs(y) for y in ys))
+    assert got[0] == pytest.approx(m, rel=1e-9, abs=1e-9 * scale)
+    assert got[1] == pytest.approx(c, rel=1e-9, abs=1e-6 * scale)
+
+
+def test_every_x_the_same_is_numpys_minimum_norm_answer():
+    assert measure.least_squares([2, 2], [1.0, 3.0]) == pytest.approx((0.8, 0.4))
+
+
+def _spans_by_loop(rec):
+    out = {}
+    for start, end, smid in rec[:, :3].tolist():
+        s = out.setdefault(int(smid), [start, end, 0])
+        s[0], s[1], s[2] = min(s[0], start), max(s[1], end), s[2] + 1
+    return {k: (v[1] - v[0], v[2]) for k, v in out.items()}
+
+
+@given(st.lists(st.tuples(st.integers(0, 2**40), st.integers(0, 5000), st.integers(0, 7)),
+                max_size=60))
+def test_per_sm_spans_is_the_first_start_to_the_last_end_of_each_sm(warps):
+    rec = np.array([[s, s + d, sm] for s, d, sm in warps], dtype=np.uint64).reshape(-1, 3)
+    assert measure.per_sm_spans(rec) == _spans_by_loop(rec)
