@@ -21,8 +21,8 @@
 #   bindings   check_bindings.py: the driver calls through cuda-bindings and NVML beside the old
 #              ctypes / nvidia-smi code (JIT cubins byte-identical, launches, occupancy, tensor
 #              maps, NVML's fields); its table in summary.txt, its JSON in logs.tgz
-#   mbarrier   mbarrier_diag.py --sanitize: the wait chains' CUDA error 719 in variants, the
-#              failing ones under compute-sanitizer (issue 33 item 11)
+#   mbarrier   mbarrier_check.sh: the suite's mbarrier rows plain (the driver's SASS recorded),
+#              then under compute-sanitizer memcheck and synccheck (issue 33 item 11)
 #   sample     (several GPUs) the whole suite on every GPU at once (replicate), recorded into
 #              $OUT/history.sqlite: each board a fleet sample board; $OUT/sample.json.gz
 #   exits      gpuchar-nightly's exit codes on Table II (issue 30): on the GPU (0-2 expected,
@@ -119,23 +119,9 @@ s.sort_stats('cumulative').print_stats(60); s.sort_stats('tottime').print_stats(
       diff -ru expectations /tmp/exp-demo > "$LOGS/accept-demo.diff"
       echo "demo: $(grep -c '^[-+] ' "$LOGS/accept-demo.diff") changed lines";;
     mbarrier)
-      OUT="$LOGS" timeout 400 python3 tools/gpu-host/mbarrier_diag.py --sanitize \
-        > "$LOGS/mbarrier.log" 2>&1
-      echo "mbarrier: exit $?"; grep -E "^[a-z_]+ +exit|compute-sanitizer|=========" \
-        "$LOGS/mbarrier.log" | cut -c1-200 | head -40
-      # the suite's own wait-chain rows, their declared fault skipped away
-      sel=(tests/characterisation/test_movement_async.py -k "test_wait or try_wait"
-           -p unskip_faults -p no:cacheprovider -q -rfEx --gpuchar-report "$LOGS/mbar-suite")
-      PYTHONPATH="tools/gpu-host:$PYTHONPATH" timeout 150 python3 -m pytest "${sel[@]}" \
-        > "$LOGS/mbar-suite.log" 2>&1
-      rc=$?; echo "mbarrier rows of the suite, unskipped: exit $rc: $(tail -1 "$LOGS/mbar-suite.log" | cut -c1-160)"
-      grep -E "movement.async.mbarrier" "$LOGS/mbar-suite/gpuchar-summary.md" 2>/dev/null | cut -c1-200
-      if [ "$rc" != 0 ]; then
-        PYTHONPATH="tools/gpu-host:$PYTHONPATH" timeout 300 compute-sanitizer --tool memcheck \
-          --print-limit 5 python3 -m pytest "${sel[@]}" > "$LOGS/mbar-sanitizer.log" 2>&1
-        echo "  under compute-sanitizer memcheck: exit $?"
-        grep -E "^========= " "$LOGS/mbar-sanitizer.log" | head -15 | cut -c1-200
-      fi;;
+      OUT="$LOGS" bash tools/gpu-host/mbarrier_check.sh > "$LOGS/mbarrier.log" 2>&1
+      echo "mbarrier: exit $?"; grep -E "^(== |test_async|FAILED|ERROR|=========|\\|)" \
+        "$LOGS/mbarrier.txt" | cut -c1-200 | head -40;;
     sample)
       n=$(nvidia-smi -L | grep -c '^GPU')
       timeout -s INT "${GPUCHAR_NIGHT_S:-480}" python3 -m pytest tests/characterisation -n "$n" \

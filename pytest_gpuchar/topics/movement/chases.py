@@ -56,7 +56,13 @@ def mbarrier_kernel(entry: str, n: int, kind: Async) -> str:
     independent arrives (state discarded); TEST_WAIT / TRY_WAIT: n steps of arrive, wait on
     its state, and the next barrier's address selected by the wait's result (always the
     first: the phase is complete; the record's third word is the chain's barrier minus the
-    first, 0 when every wait saw its phase complete)."""
+    first, 0 when every wait saw its phase complete).
+
+    The chain's address %a is carried from pass to pass: every mbarrier operation must find
+    an initialised mbarrier at its address (PTX ISA, "Lifecycle of the mbarrier object"), so
+    the record's offset goes to a register of its own (%v). Computed into %a, it made the
+    second pass's first arrive and wait act on shared address 0 (the reserved shared memory,
+    no mbarrier): CUDA error 719 on the first launch (docs/movement.md)."""
     bars = f"{entry}_bars"
     return Kernel(
         entry=entry, params=[OUT, ITERS],
@@ -67,9 +73,9 @@ def mbarrier_kernel(entry: str, n: int, kind: Async) -> str:
                "mbarrier.init.shared::cta.b64 [%b1], 1;", "mov.u32 %a, %b0;",
                "mov.u64 %st, 0;"],
         body=_mbar_body(kind, n),
-        after=["sub.s64 %dt, %t1, %t0;", "sub.u32 %a, %a, %b0;",
+        after=["sub.s64 %dt, %t1, %t0;", "sub.u32 %v, %a, %b0;",
                *only_thread0(["st.global.u64 [%out], %dt;", "st.global.u64 [%out+8], %st;",
-                               "st.global.u32 [%out+16], %a;"])],
+                               "st.global.u32 [%out+16], %v;"])],
         passes=True).render()
 
 

@@ -331,12 +331,5 @@ DRAM_SPREAD_REL = 0.25   # per-launch slopes over fresh random lines scatter thi
 
 # Rows whose kernels stop the GPU: measured, they would take every later hardware test with
 # them, so their hardware test is skipped with this reason (the static SASS check still runs).
-# Both wait chains ended their launch with CUDA error 719 (launch failure) while the
-# arrive-only row ran (the board and driver: the reasons below); the cause is not found yet
-# (docs/movement.md).
-ASYNC_FAULTS = {
-    Async.TEST_WAIT: "faults on H200 (CUDA error 719, driver 580.159.04): arrive -> test_wait "
-                     "chains stop the launch; cause open (docs/movement.md)",
-    Async.TRY_WAIT: "faults on H200 (CUDA error 719, driver 580.159.04): arrive -> try_wait "
-                    "chains stop the launch; cause open (docs/movement.md)",
-}
+# None now: the wait chains' CUDA error 719 was their kernel's own address (docs/movement.md).
+ASYNC_FAULTS: dict[Async, str] = {}
