@@ -75,7 +75,8 @@ def table(results: list[dict]) -> str:
         lines.append(" | ".join([
             name, r.source, str(r.n), r.swizzle, _cell(figs, "cycles_per_wgmma"),
             _fmt(at_best) + ("" if thr.get("status") in ("pass", "measured", None)
-                             else f" ({thr['status']})"), str(best), _cell(figs, "smem_operand_rate"),
+                             else f" ({thr['status']})"), str(best),
+            _cell(figs, "smem_operand_rate"),
             _cell(figs, "completion_latency"), _cell(figs, "speedup_vs_dense", 3),
             _cell(figs, "throughput_vs_none", 3), _fmt(model_interval(r)),
             "; ".join(lit) or "-"]))

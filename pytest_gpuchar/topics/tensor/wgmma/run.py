@@ -151,9 +151,9 @@ def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
 def _method(r: DepthRow) -> str:
     operands = ("A from registers (loaded once before the clock), B from shared memory"
                 if r.a_regs else "A and B from shared memory")
+    rounds = " (S rounds of them: S = 1, or sS at the end of the config tag)" if _xs(r) else ""
     return METHOD.format(instr=r.instruction(), operands=operands, swizzle=r.swizzle,
-                         trips=list(TRIPS), reps=REPEATS, sass=r.sass, xs=_xs(r),
-                         rounds=" (S rounds of them: S = 1, or sS at the end of the config tag)" if _xs(r) else "")
+                         trips=list(TRIPS), reps=REPEATS, sass=r.sass, xs=_xs(r), rounds=rounds)
 
 
 def _xs(r: DepthRow) -> str:
@@ -257,7 +257,7 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
         return []
     out = []
     pt = run.point(CHAIN, 1)
-    if pt is not None:
+    if pt is not None and pt.trip_cycles > 0:
         per = pt.trip_cycles / CHAIN.steps
         out.append(_figure(
             f"{r.key}.cycles_per_wgmma", per, per * pt.spread / pt.throughput, pt.why,
@@ -272,14 +272,16 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
     if top is not None:
         per = r.flop / top.throughput            # SM cycles per wgmma at the best point
         rate = r.smem_operand_bytes / per
+        over = wa.higher_unstable(run.points, top)
+        why = f"a higher point was unstable: {over.label} ({over.why})" if over else ""
         out.append(_figure(
-            f"{r.key}.smem_operand_rate", rate, rate * top.spread / top.throughput, "",
+            f"{r.key}.smem_operand_rate", rate, rate * top.spread / top.throughput, why,
             "B/clk/SM", f"bytes of the operands the wgmma names in shared memory "
             f"({r.smem_operand_bytes} B: {'B' if r.a_regs else 'A and B'}; the metadata is a "
             f"register) per SM cycle per wgmma at the best stable point {top.label} "
             f"({per:.1f} cycles per wgmma): what shared memory delivers if each wgmma reads "
             f"its operands once (an inference from the operand sizes, not a count of shared-"
-            f"memory traffic; 128 B/clk/SM is the documented shared-memory bandwidth)",
+            f"memory traffic; shared memory delivers at most 128 B/clk/SM: 32 banks x 4 B)",
             {"tolerance": tol("depth_rate"), "cycles_per_wgmma_at_best": round(per, 2),
              "smem_operand_bytes": r.smem_operand_bytes, "best": top.label}))
     return out

@@ -261,7 +261,8 @@ def test_sparse_rows_against_dense_on_a_fake_gpu(fake_cupy, monkeypatch):
     assert got["smem_operand_rate"].value == pytest.approx(8192 / best, rel=1e-3)
     assert got["speedup_vs_dense"].value == pytest.approx(2.0, rel=1e-3)
     assert "f16.f32.m64n128k16.rs" in got["speedup_vs_dense"].method
-    assert "A from registers" in got["throughput"].method and " x C x S " in got["throughput"].method
+    assert "A from registers" in got["throughput"].method
+    assert " x C x S " in got["throughput"].method
     # the older rows keep their method text (no S) and figure set
     old = rows.row("sp.bf16.f32.m64n256k32.ss")
     s2 = _session(monkeypatch, {c.tag: {"loop_control": {}} for c in old.configs})
