@@ -7,7 +7,8 @@
 #   sparse/           the --gpuchar-report of the run (gpuchar-results.json, summary)
 #   sparse.txt        the figures as a table (tools/gpu-host/sparse_table.py) and pytest's tail
 #   sparse.log        pytest's output
-#   sparse-snapshots.tgz   the driver-JIT SASS snapshots the run wrote (commit the new ones)
+#   sparse-snapshots.tgz   the SASS snapshots the run wrote: driver JIT (hardware tests) and the
+#                     host ptxas (the static tests of the same rows, --snapshot-update)
 #   sparse-accept.txt the gpuchar-expectations update arguments for the new figures
 #                     (accept_new.py: run them on the lead's tree after review)
 # Usage: OUT=/path bash tools/gpu-host/sparse_check.sh   (about 1-2 minutes on an H200)
@@ -23,6 +24,11 @@ timeout -s INT "${GPUCHAR_SPARSE_S:-170}" python3 -m pytest \
   -k "$ROWS" --gpuchar-report "$OUT/sparse" --snapshot-update --gpuchar-accept-level=none \
   > "$OUT/sparse.log" 2>&1
 rc=$?
+# the host ptxas's static snapshots of the same rows (the offline suite's record for that ptxas)
+timeout -s INT 60 python3 -m pytest tests/characterisation/test_tensor_wgmma_depth.py -m static \
+  -p no:cacheprovider -q -k "$ROWS" --gpu-arch="$arch" --snapshot-update > "$OUT/sparse-static.log" 2>&1
+echo "static (host ptxas, --snapshot-update): exit $? $(tail -1 "$OUT/sparse-static.log")" \
+  >> "$OUT/sparse.log"
 {
   echo "device: $dev ($arch); pytest exit $rc in $(( $(date +%s) - start )) s; -k '$ROWS'"
   echo "chain: cycles_per_wgmma (c1w1s4, 1 warpgroup); at best: 2*64*N*K / best throughput;"
@@ -30,10 +36,10 @@ rc=$?
   echo
   python3 tools/gpu-host/sparse_table.py "$OUT/sparse"
   echo
-  tail -5 "$OUT/sparse.log"
+  tail -6 "$OUT/sparse.log"
 } > "$OUT/sparse.txt" 2>&1
 cat "$OUT/sparse.txt"
-find tests/characterisation/__sass__ -path '*jit-driver-*' -name '*.sass' -newer "$OUT/install.log" \
+find tests/characterisation/__sass__ -name '*.sass' -newer "$OUT/install.log" \
   -print0 | tar --null -T - -czf "$OUT/sparse-snapshots.tgz"
 [ -f "$OUT/sparse/gpuchar-results.json" ] && \
   python3 tools/gpu-host/accept_new.py "$OUT/sparse/gpuchar-results.json" "$arch" "$dev" \
