@@ -44,7 +44,7 @@ def point(row: DepthRow, config: Config, warpgroups: int, records: dict) -> Poin
     trips = {t: t for t in records}
     bf = fit(block, trips, spread_abs=SPREAD_ABS, spread_rel=SPREAD_REL)
     wf = fit(warp, trips, spread_abs=SPREAD_ABS, spread_rel=SPREAD_REL)
-    work = row.flop * config.chains * warpgroups
+    work = row.flop * config.per_trip * warpgroups
     thr = work / bf.value if bf.value > 0 else float("nan")
     each = [work / s for s in bf.slopes if s > 0]
     why = "; ".join(w for w in (bf.why_unstable, wf.why_unstable) if w)
@@ -74,9 +74,9 @@ def concurrency_to(points: list[Point], fraction: float, peak: float) -> Point |
 
 
 def in_flight(p: Point) -> int:
-    """wgmma in flight on the SM at most: per warpgroup `chains` per group, two groups when
-    the trip waits only for the previous one."""
-    return p.warpgroups * p.config.chains * (1 + p.config.wait)
+    """wgmma in flight on the SM at most: per warpgroup `chains` x `steps` per group, two
+    groups when the trip waits only for the previous one."""
+    return p.warpgroups * p.config.per_trip * (1 + p.config.wait)
 
 
 def grid(points: list[Point]) -> dict:

@@ -3,10 +3,11 @@ and its verification (sm_90a).
 
 Kernel (one per row and Config): A and B in shared memory (K-major, the row's swizzle mode,
 filled from a buffer of random non-zero values of the type, 1024-byte aligned so the
-descriptors' base offset is 0), the 2:4 metadata a per-thread register (validated before
-launch), every warpgroup of the block running the same counted loop after a bar.sync:
-per trip wgmma.fence, one wgmma on each of `chains` accumulators, commit_group, wait_group
-`wait`; wait_group 0 after the loop, still timed. Lane 0 of every warp stores its clocks and
+descriptors' base offset is 0; an rs row's A fragment loaded from there into registers once,
+before the clock), the 2:4 metadata a per-thread register (validated before launch), every
+warpgroup of the block running the same counted loop after a bar.sync: per trip wgmma.fence,
+`steps` x one wgmma on each of `chains` accumulators, commit_group, wait_group `wait`;
+wait_group 0 after the loop, still timed. Lane 0 of every warp stores its clocks and
 %smid; every thread folds its accumulators into one stored word. The slope of the block's span
 (max end - min start) over trip counts is the SM's time per trip: the warpgroups' start skew
 and the drain are fixed costs and cancel.
@@ -103,11 +104,24 @@ def entry_name(r: DepthRow, c: Config) -> str:
 
 
 def _trip(r: DepthRow, c: Config) -> list[str]:
+    """fence, `steps` rounds of one wgmma per accumulator (a chain's wgmma ordered through
+    its accumulator: PTX ISA, wgmma.fence), commit, wait."""
     accs = [[f"%acc{j * r.acc_regs + i}" for i in range(r.acc_regs)] for j in range(c.chains)]
-    mma = [f"{r.instruction()} {{{', '.join(acc)}}}, %descA, %descB, {r.operands_after_b()};"
-           for acc in accs]
+    mma = [f"{r.instruction()} {{{', '.join(acc)}}}, {r.a_operand()}, %descB, "
+           f"{r.operands_after_b()};" for _ in range(c.steps) for acc in accs]
     return ["wgmma.fence.sync.aligned;", *mma, "wgmma.commit_group.sync.aligned;",
             f"wgmma.wait_group.sync.aligned {c.wait};"]
+
+
+def _a_fragment(r: DepthRow) -> list[str]:
+    """A in registers (rs): each thread loads its fragment words from A's tile in shared
+    memory (thread t of its warpgroup: bytes 16 (t % 128) on, random non-zero values of the
+    type; 128 threads x 16 B = A's 64 rows of a_k_bytes)."""
+    if not r.a_regs:
+        return []
+    return ["and.b32 %aoff, %tidx, 127;", f"mul.lo.u32 %aoff, %aoff, {4 * r.a_frag_regs};",
+            "add.u32 %aoff, %aoff, %sbase;",
+            *[f"ld.shared.b32 %ra{i}, [%aoff+{4 * i}];" for i in range(r.a_frag_regs)]]
 
 
 def kernel(r: DepthRow, c: Config, *, entry: str | None = None, timer: bool = False) -> str:
@@ -135,6 +149,7 @@ def kernel(r: DepthRow, c: Config, *, entry: str | None = None, timer: bool = Fa
                ".reg .b32 %tidx, %nthr, %lane, %warp, %iters, %it, %sbase, %daddr, %fi, %fval, "
                "%fsh, %meta, %ck, %sm, %cta, %gtid;",
                ".reg .pred %fdone, %again, %lead, %scd;", f".reg .b32 %acc<{n_acc}>;",
+               *([f".reg .b32 %aoff, %ra<{r.a_frag_regs}>;"] if r.a_regs else []),
                f".shared .align 1024 .b8 wgd_smem[{lay.total}];"],
         setup=["ld.param.u64 %out, [out_param];", "ld.param.u64 %res, [res_param];",
                "ld.param.u64 %fill, [fill_param];", "ld.param.u64 %in, [in_param];",
@@ -146,7 +161,7 @@ def kernel(r: DepthRow, c: Config, *, entry: str | None = None, timer: bool = Fa
                *_descriptor("%descA", 0, lay.descriptor_const(lay.a_sbo)),
                *_descriptor("%descB", lay.b_offset, lay.descriptor_const(lay.b_sbo)),
                "mul.wide.u32 %toff, %tidx, 4;", "add.u64 %in, %in, %toff;",
-               "ld.global.b32 %meta, [%in];", "setp.eq.u32 %scd, 1, 1;",
+               "ld.global.b32 %meta, [%in];", *_a_fragment(r), "setp.eq.u32 %scd, 1, 1;",
                *[f"mov.b32 %acc{i}, 0;" for i in range(n_acc)]],
         sync=["bar.sync 0;", *(["mov.u64 %g0, %globaltimer;"] if timer else [])],
         body=["mov.u32 %it, 0;", "$WGD_LOOP:", '.pragma "nounroll";', *_trip(r, c),
@@ -224,9 +239,9 @@ def verify_wgmma_trips(name: str, glob: str, count: int, func: sass.Function, *,
 
 
 def verify_trips(name: str, glob: str, c: Config, func: sass.Function) -> dict:
-    """A config's loop (verify_wgmma_trips: `c.chains` wgmma per trip, a wait after the loop
+    """A config's loop (verify_wgmma_trips: `c.per_trip` wgmma per trip, a wait after the loop
     when the loop leaves a group in flight); its accounting."""
-    acc = verify_wgmma_trips(name, glob, c.chains, func, drain_after=c.wait > 0)
+    acc = verify_wgmma_trips(name, glob, c.per_trip, func, drain_after=c.wait > 0)
     return {"wgmma_per_trip": acc["per_trip"], "loop_control": acc["loop_control"],
             "body_instructions": acc["body_instructions"]}
 
@@ -276,7 +291,7 @@ def probe(r: DepthRow) -> DepthProbe:
     text = "\n".join(kernel(r, c) for c in r.configs)
     entries = {k: entry_name(r, c) for k, c in enumerate(r.configs)}
     return DepthProbe(f"wgmma_depth/{r.name}", TARGET, "\n" + text, entries,
-                      {k: c.chains for k, c in enumerate(r.configs)}, unit=(r.sass,),
+                      {k: c.per_trip for k, c in enumerate(r.configs)}, unit=(r.sass,),
                       guarded=False, isa=r.isa, row=r)
 
 

@@ -18,19 +18,20 @@ from ..mma import operands
 from ..tolerance import tol
 from . import kernels as wd
 from . import analysis as wa
-from .rows import LATENCY, ROWS, DepthRow, row as depth_row
+from .rows import CHAIN, LATENCY, ROWS, DepthRow, counterpart
 
 
 TRIPS = (128, 256, 384)
 REPEATS = 7
 WARPGROUP = 128
 METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
-          "wgmma.fence, C wgmma ({instr}, A and B from shared memory, K-major, swizzle "
-          "{swizzle}) on C independent accumulators, commit_group, wait_group w (0: the trip's "
+          "wgmma.fence, C wgmma ({instr}, {operands}, K-major, swizzle "
+          "{swizzle}) on C independent accumulators{rounds}, commit_group, wait_group w (0: the "
+          "trip's "
           "own group; 1: the previous trip's, two groups in flight), wait_group 0 after the "
           "loop; SM cycles per trip = slope over trips {trips} of the block's span (max end - "
           "min start of the warps' %clock64: start skew and drain cancel), median of {reps} "
-          "launches after a warm-up; driver-JIT SASS verified ({sass} x C + WARPGROUP.ARRIVE + "
+          "launches after a warm-up; driver-JIT SASS verified ({sass} x C{xs} + WARPGROUP.ARRIVE + "
           "WARPGROUP.DEPBAR per trip + named loop control)")
 
 
@@ -148,8 +149,16 @@ def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
 
 
 def _method(r: DepthRow) -> str:
-    return METHOD.format(instr=r.instruction(), swizzle=r.swizzle, trips=list(TRIPS),
-                         reps=REPEATS, sass=r.sass)
+    operands = ("A from registers (loaded once before the clock), B from shared memory"
+                if r.a_regs else "A and B from shared memory")
+    rounds = " (S rounds of them: S = 1, or sS at the end of the config tag)" if _xs(r) else ""
+    return METHOD.format(instr=r.instruction(), operands=operands, swizzle=r.swizzle,
+                         trips=list(TRIPS), reps=REPEATS, sass=r.sass, xs=_xs(r), rounds=rounds)
+
+
+def _xs(r: DepthRow) -> str:
+    """" x S" in the methods of rows with a config of S > 1 rounds per trip."""
+    return " x S" if any(c.steps > 1 for c in r.configs) else ""
 
 
 def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
@@ -177,7 +186,7 @@ def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
            if over else "")
     where = f"best stable point {top.label} ({wa.in_flight(top)} wgmma in flight per SM)"
     out = [_figure(f"{r.key}.throughput", top.throughput, top.spread, why, "flop/clk/SM",
-                   f"{where}: 2*64*N*K per wgmma x C x W / SM cycles per trip; " + method,
+                   f"{where}: 2*64*N*K per wgmma x C{_xs(r)} x W / SM cycles per trip; " + method,
                    {**data, "tolerance": tol("depth_rate"), "best": top.label}),
            _figure(f"{r.key}.achieved_peak", top.throughput / r.peak, top.spread / r.peak, why,
                    "ratio", f"throughput / documented peak {r.peak} FLOP/clk/SM "
@@ -206,23 +215,83 @@ def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
     return out
 
 
+def _ratio(key: str, top: wa.Point, ref: wa.Point, what: str) -> Measurement:
+    """A best stable throughput over another row's, with the spread of both carried."""
+    value = top.throughput / ref.throughput
+    spread = value * (top.spread / top.throughput + ref.spread / ref.throughput)
+    return _figure(key, value, spread, "", "ratio", f"{what} ({top.throughput:.0f} at "
+                   f"{top.label} / {ref.throughput:.0f} at {ref.label})",
+                   {"tolerance": tol("depth_fraction")})
+
+
 def _swizzle(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
-    if r.group != "swizzle" or r.swizzle == "none":
+    base = counterpart(r, swizzle="none") if r.swizzle != "none" else None
+    if base is None:
         return []
-    base = row_run(session, depth_row(r.name.rsplit("_", 1)[0] + "_none"), arch)
-    top, ref = wa.best(run.points), wa.best(base.points)
+    top, ref = wa.best(run.points), wa.best(row_run(session, base, arch).points)
     if top is None or ref is None:
         return []
-    return [_figure(f"{r.key}.throughput_vs_none", top.throughput / ref.throughput, 0.0, "",
-                    "ratio", f"best stable throughput with {r.swizzle} swizzle over the same "
-                    f"wgmma without swizzle ({top.throughput:.0f} / {ref.throughput:.0f})",
-                    {"tolerance": tol("depth_fraction")})]
+    return [_ratio(f"{r.key}.throughput_vs_none", top, ref, f"best stable throughput with "
+                   f"{r.swizzle} swizzle over the same wgmma without swizzle ({base.name})")]
+
+
+def _vs_dense(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
+    """A sparse row of the operand-source rows over the dense row of its N, operand source
+    and swizzle: the speed-up 2:4 sparsity gives (2 at the documented peaks)."""
+    dense = counterpart(r, sparse=False) if r.sparse and CHAIN in r.configs else None
+    if dense is None:
+        return []
+    top, ref = wa.best(run.points), wa.best(row_run(session, dense, arch).points)
+    if top is None or ref is None:
+        return []
+    return [_ratio(f"{r.key}.speedup_vs_dense", top, ref, f"best stable throughput (dense-"
+                   f"equivalent FLOP) of the sparse wgmma over the dense {dense.name}, same "
+                   f"N, operand source ({r.source}) and swizzle, both this session")]
+
+
+def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
+    """The rows with the chain loop: the issue interval of one warpgroup's accumulator chain
+    (the papers' wgmma "latency") and the shared-memory operand bytes per clock the best
+    point implies."""
+    if CHAIN not in r.configs:
+        return []
+    out = []
+    pt = run.point(CHAIN, 1)
+    if pt is not None and pt.trip_cycles > 0:
+        per = pt.trip_cycles / CHAIN.steps
+        out.append(_figure(
+            f"{r.key}.cycles_per_wgmma", per, per * pt.spread / pt.throughput, pt.why,
+            "cycles/op", f"issue interval: SM cycles per trip / {CHAIN.steps} of the loop whose "
+            f"trip is wgmma.fence, {CHAIN.steps} wgmma chained through one accumulator, "
+            f"commit_group, wait_group 1 (1 warpgroup; loop control "
+            f"{run.trips[CHAIN.tag]['loop_control']} included): what Luo et al. 2024 Tables "
+            f"VIII-IX and arXiv:2512.02189 Table V print as wgmma latency, as the "
+            f"tensor.wgmma.*.cycles_per_wgmma loop; not the completion latency; " + _method(r),
+            {"tolerance": tol("depth_latency"), "trip_cycles": round(pt.trip_cycles, 2)}))
+    top = wa.best(run.points)
+    if top is not None:
+        per = r.flop / top.throughput            # SM cycles per wgmma at the best point
+        rate = r.smem_operand_bytes / per
+        over = wa.higher_unstable(run.points, top)
+        why = f"a higher point was unstable: {over.label} ({over.why})" if over else ""
+        out.append(_figure(
+            f"{r.key}.smem_operand_rate", rate, rate * top.spread / top.throughput, why,
+            "B/clk/SM", f"bytes of the operands the wgmma names in shared memory "
+            f"({r.smem_operand_bytes} B: {'B' if r.a_regs else 'A and B'}; the metadata is a "
+            f"register) per SM cycle per wgmma at the best stable point {top.label} "
+            f"({per:.1f} cycles per wgmma): what shared memory delivers if each wgmma reads "
+            f"its operands once (an inference from the operand sizes, not a count of shared-"
+            f"memory traffic; shared memory delivers at most 128 B/clk/SM: 32 banks x 4 B)",
+            {"tolerance": tol("depth_rate"), "cycles_per_wgmma_at_best": round(per, 2),
+             "smem_operand_bytes": r.smem_operand_bytes, "best": top.label}))
+    return out
 
 
 def row_figures(session: Context, r: DepthRow, arch: str, artifact=None) -> Measured:
     run = row_run(session, r, arch)
     method = _method(r)
-    figures = _latency(r, run, method) + _peak(r, run, method) + _swizzle(session, r, arch, run)
+    figures = (_latency(r, run, method) + _interval(r, run) + _peak(r, run, method)
+               + _swizzle(session, r, arch, run) + _vs_dense(session, r, arch, run))
     if r.group == "small_n":
         _plot(artifact, r, run, arch)
     return Measured(*figures, sass=run.probe.snapshot_text(run.built.functions))
