@@ -230,12 +230,15 @@ def static_check(request, gpuchar: GpuCharSession, sass_snapshot, record: Record
 
 @pytest.fixture
 def hardware_row(gpuchar: GpuCharSession, arch: str, record: Record, sass_snapshot):
-    """hardware_row(measured) -> [Result]: every figure judged and recorded, the driver-JIT
-    SASS compared with its snapshot, then the outcome (fail / unstable -> xfail / pass)."""
+    """hardware_row(measured) -> [Result]: every figure judged and recorded (its notes recorded
+    as they are), the driver-JIT SASS compared with its snapshot, then the outcome (fail /
+    unstable -> xfail / pass)."""
     def _row(measured: Measured | Measurement) -> list[Result]:
         if isinstance(measured, Measurement):
             measured = Measured(measured)
         results = [record(m, arch) for m in measured.figures]
+        for note in measured.notes:
+            record.note(note)
         if measured.sass is not None:
             match_snapshot(measured.sass, sass_snapshot(f"jit-driver-{gpuchar.device.driver}"),
                            record.node)

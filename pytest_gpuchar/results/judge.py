@@ -88,13 +88,16 @@ class NoFigure(Exception):
 
 class Measured:
     """What a topic's run read for one hardware row: its figures, the driver's SASS to compare
-    with the snapshot (None: no snapshot), and invariants of the topic that failed."""
+    with the snapshot (None: no snapshot), invariants of the topic that failed, and notes
+    (Results, e.g. info: a figure the driver reports beside the measured one) recorded as
+    they are."""
 
     def __init__(self, *figures: Measurement, sass: str | None = None,
-                 checks=()) -> None:
+                 checks=(), notes=()) -> None:
         self.figures = list(figures)
         self.sass = sass
         self.checks = list(checks)
+        self.notes = list(notes)
 
 
 @dataclass

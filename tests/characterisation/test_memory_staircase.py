@@ -3,9 +3,11 @@ capacities; a stride sweep gives the fill granularity (bytes fetched per miss: t
 
 The staircase is measured once per session (a random single cycle per footprint, 4 KiB to
 >= 4x L2, three points per doubling, ld.global.ca) and drawn as a PNG into the run's report.
-Knees are plateaus of near-constant latency; a capacity is bracketed by the last footprint on
-the lower plateau and the first on the next. Capacities are asserted against the device's
-attributes and against the expectation file.
+Levels are plateaus of near-constant latency; a capacity is the largest footprint whose latency
+is at most 5% above its level's plateau, bisected between two staircase points to 3% of the
+footprint (topics/memory/capacity.py; 9 more chases, the same kernels). Capacities are asserted
+against the device's attributes and the expectation file; the L2 row notes the driver's
+l2CacheSize beside the chase's figure (memory.capacity.l2_driver).
 """
 from __future__ import annotations
 

@@ -257,3 +257,35 @@ def test_replacing_the_models_range_is_an_explicit_choice(fleet_run):
     a = e.devices["FAKE H200"]["latency.a"]
     assert a.value == 4.5 and a.range is None and a.boards == 0
     assert "boards" not in raw["provenance"]
+
+
+NOTED = """
+import pytest
+from pytest_gpuchar.results.judge import Measured, Measurement, Result, Status
+
+pytestmark = pytest.mark.hardware
+
+def test_noted(arch, gpu, hardware_row):
+    hardware_row(Measured(Measurement("latency.a", 4.5, "cycles/op", 0.1), notes=[
+        Result("latency.a_driver", arch, Status.INFO, 2.0, "bytes", detail="the driver's")]))
+"""
+
+
+def test_a_rows_notes_are_recorded_beside_its_figures(pytester):
+    """A row's notes (an info record: the driver's figure beside the measured one) go into
+    the report as they are, with the row's test and the run's provenance."""
+    (pytester.path / "expectations").mkdir()
+    (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
+    pytester.makeconftest(FAKE_GPU)
+    pytester.makepyfile(test_hw=NOTED)
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--gpuchar-report", str(out),
+                                           "-p", "no:cacheprovider")
+    assert result.ret == 0
+    got = {r["key"]: r for r in json.loads((out / "gpuchar-results.json").read_text())[
+        "results"]}
+    note = got["latency.a_driver"]
+    assert (note["status"], note["value"], note["detail"]) == ("info", 2.0, "the driver's")
+    assert note["test"].endswith("test_noted[sm_90]") and note["provenance"]["device"] == \
+        "FAKE H200"
+    assert got["latency.a"]["status"] == "pass"

@@ -263,29 +263,6 @@ def knees(footprints: list[int], latency: list[float], **kw) -> list[Knee]:
             for a, b in zip(ps, ps[1:]) if b.latency > a.latency]
 
 
-def last_level_knee(footprints: list[int], latency: list[float], *, rel: float = 0.08,
-                    abs_tol: float = 4.0) -> Knee | None:
-    """The last cache level's capacity: the device-memory plateau is the last one found;
-    walking down from the largest footprint, every point within its band (as `plateaus`
-    groups points) is a device-memory point; the first of them is `hi`, the point before it
-    `lo`. Points between the caches and device memory that happen to form a plateau of their
-    own (seen just past the L2: docs/memory.md, lab notes) can then not be taken for the last
-    level, as `knees(...)[-1]` would."""
-    ps = plateaus(footprints, latency, rel=rel, abs_tol=abs_tol)
-    if len(ps) < 2:
-        return None
-    dram = ps[-1].latency
-    band = max(rel * dram, abs_tol)
-    first = len(latency)
-    while first > 0 and abs(latency[first - 1] - dram) <= band:
-        first -= 1
-    if first == 0 or first == len(latency):
-        return None
-    below = [q for q in ps if q.last < first]
-    return Knee(footprints[first - 1], footprints[first],
-                below[-1].latency if below else float(latency[first - 1]), dram)
-
-
 # --- the fill size ------------------------------------------------------------------------------
 
 def fill_granularity(strides: list[int], latency: list[float], *,

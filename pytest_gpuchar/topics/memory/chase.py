@@ -243,30 +243,44 @@ def pooled(runs: list[ChaseRun]) -> ChaseRun:
                     [x for r in runs for x in r.notes])
 
 
-def staircase(session: Context, repeats: int = SWEEP_REPEATS,
-              deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
-    """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) at every footprint
-    of Geometry.sweep(): the cache staircase. `repeats` launches per point walked before
-    every launch (the L1 footprints), `deep_repeats` for the L2 and device-memory points,
-    whose per-launch slopes scatter more."""
+@dataclass
+class StairPoint:
+    """One staircase point: the ld.global.ca chase's latency at one footprint."""
+    footprint: int
+    latency: float
+    spread: float
+    smids: list[int]
+    warm: str
+
+
+def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
+          deep_repeats: int = STAIRCASE_REPEATS) -> StairPoint:
+    """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) over a fresh random
+    single cycle of `f` bytes: `repeats` launches when walked before every launch (the L1
+    footprints), `deep_repeats` for the L2 and device-memory footprints, whose per-launch
+    slopes scatter more, split over the places of the buffer staircase_places gives. The
+    footprint is data (the chain uploaded to the shared buffer): every point launches the
+    same compiled, SASS-verified kernels."""
     geo = geometry_of(session)
     probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
-    fps, lat, spread, smids, warms = [], [], [], set(), []
-    for f in geo.sweep():
-        lay = random_layout(f, LINE, seed=f % 9973)
-        w = geo.sweep_warm(f)
-        offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
-            if w == Warm.FIRST else [0]
-        per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
-        run = pooled([chase(session, probe, lay, repeats=per_place, warm=w, offset=o)
-                      for o in offsets])
-        fitted = fit(run.cycles, run.ops)
-        fps.append(f)
-        lat.append(fitted.value)
-        spread.append(fitted.spread)
-        warms.append(w.value)
-        smids.update(run.smids)
-    return Curve(fps, lat, spread, sorted(smids), warms)
+    lay = random_layout(f, LINE, seed=f % 9973)
+    w = geo.sweep_warm(f)
+    offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
+        if w == Warm.FIRST else [0]
+    per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
+    run = pooled([chase(session, probe, lay, repeats=per_place, warm=w, offset=o)
+                  for o in offsets])
+    fitted = fit(run.cycles, run.ops)
+    return StairPoint(f, fitted.value, fitted.spread, run.smids, w.value)
+
+
+def staircase(session: Context, repeats: int = SWEEP_REPEATS,
+              deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
+    """The cache staircase: a point (``point``) at every footprint of Geometry.sweep()."""
+    pts = [point(session, f, repeats, deep_repeats) for f in geometry_of(session).sweep()]
+    return Curve([p.footprint for p in pts], [p.latency for p in pts],
+                 [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
+                 [p.warm for p in pts])
 
 
 def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:

@@ -11,11 +11,11 @@ from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
 from ...core.topic import Checked, Context
 from ...results import tolerances
-from ...results.judge import Measured, Measurement
+from ...results.judge import Measured, Measurement, Result, Status
 from . import chase, kernels, plots
-from .analysis import (SWEEP_STEP, Knee, Plateau, bank_banks, fill_ambiguity,
-                       fill_granularity, fill_model_error, human_bytes, knees, last_level_knee,
-                       level_layout, plateaus, without_rising_edge)
+from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fill_model_error,
+                       human_bytes, knees, level_layout, plateaus, without_rising_edge)
+from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find, levels
 from .chase import Curve
 from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
                    STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
@@ -35,8 +35,14 @@ LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
                f"{STAIRCASE_REPEATS} launches past 1 MiB, split over {STAIRCASE_PLACES} places "
-               "of the buffer from a quarter of the L2 to the L2): the largest footprint still "
-               "on the lower latency plateau")
+               "of the buffer from a quarter of the L2 to the L2), bisected between two "
+               "staircase points (geometric mid-points, the same chase) to within "
+               f"{KNEE_RESOLUTION:.0%} of the footprint: the largest footprint whose "
+               f"latency is at most {KNEE_REL:.0%} above the lower level's plateau "
+               "(the median of its staircase points)")
+METHOD_DRIVER = ("the driver's cudaDeviceProp.l2CacheSize beside the L2 capacity one SM's "
+                 "ld.global.ca chase sees (memory.capacity.l2) and its near-partition "
+                 "capacity (memory.capacity.l2_near)")
 METHOD_FAR = ("median latency of the staircase's second L2 plateau (between the near-L2 knee "
               "and the device-memory knee), 1 thread on one SM")
 WARM_TEXT = {Warm.EVERY: "; the whole cycle walked once before the clock in every launch",
@@ -175,75 +181,125 @@ def bank_conflicts(session: Context, row: BankRow, arch: str) -> Measured:
 
 # --- the staircase ------------------------------------------------------------------------------
 
-def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
-    """A cache capacity from the knees of the staircase (measured once, drawn once into the
-    report through `artifact`, the gpuchar_artifact fixture)."""
-    g = chase.geometry_of(session)
+def staircase_knees(session: Context, artifact) -> tuple[Curve, dict]:
+    """The staircase (measured once) and each knee bisected on it (once): CacheKnee ->
+    Bisection, or why there is none; the curve and the bisection points drawn once into the report
+    through `artifact` (the gpuchar_artifact fixture)."""
     sw: Curve = _once(session, ("staircase",), lambda: chase.staircase(session))
-    found = knees(sw.footprints, sw.latency)
+
+    def make() -> dict:
+        lv = levels(sw.footprints, sw.latency)
+        return {k: find(k, sw.footprints, sw.latency, lv,
+                                 lambda f: _point(session, f).latency) for k in CacheKnee}
+    found = _once(session, ("knees",), make)
+    g = chase.geometry_of(session)
+    _once(session, ("staircase_plot",), lambda: plots.save_staircase(
+        artifact, sw, knees(sw.footprints, sw.latency), g, session.gpu.dev,
+        [b for b in found.values() if isinstance(b, Bisection)]))
+    return sw, found
+
+
+def _point(session: Context, f: int) -> chase.StairPoint:
+    return _once(session, ("point", f), lambda: chase.point(session, f))
+
+
+def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
+    """A cache capacity: the knee of the staircase bisected to KNEE_RESOLUTION by the rule
+    of topics/memory/capacity.py (the rule, x and the plateau)."""
+    g = chase.geometry_of(session)
+    sw, found = staircase_knees(session, artifact)
     ps = plateaus(sw.footprints, sw.latency)
-    _once(session, ("staircase_plot",),
-          lambda: plots.save_staircase(artifact, sw, found, g, session.gpu.dev))
-    data = {**sw.as_data(), "knees": [asdict(k) for k in found],
+    data = {**sw.as_data(), "knees": [asdict(k) for k in knees(sw.footprints, sw.latency)],
             "plateaus": [asdict(p) for p in ps], "device_l2_bytes": g.l2_bytes,
             "device_l1_shared_bytes": g.l1_bytes, "notes": g.notes,
-            # a knee is known to one sweep step (2^(1/3) = 26%)
-            "tolerance": tolerances.of("memory", "capacity" if row != Capacity.L2_NEAR_FAR
-                                       else "l2_far")}
+            "tolerance": tolerances.of("memory", "capacity")}
     if len(ps) < 2:
         return Measured(checks=[f"the staircase shows {len(ps)} latency plateau(s): {data}"])
     if row == Capacity.L1:
-        return _l1(found, g, data)
+        return _l1(session, found[CacheKnee.L1], g, data)
     if row == Capacity.L2:
-        return _l2(sw, g, data)
-    return _near_far(sw, ps, g, data)
+        return _l2(session, found, g, data, arch)
+    return _near_far(session, sw, ps, found[CacheKnee.L2_NEAR], g, data)
 
 
-def _knee_detail(k: Knee) -> str:
-    return (f"capacity in [{human_bytes(k.lo)}, {human_bytes(k.hi)}); plateaus "
-            f"{k.below:.0f} -> {k.above:.0f} cycles")
+def _figure(session: Context, key: str, b: Bisection, data: dict,
+            extra: str = "") -> Measurement:
+    steps = [{**s, "spread_cycles": round(_point(session, s["footprint_bytes"]).spread, 2),
+              "warm": _point(session, s["footprint_bytes"]).warm}
+             for s in b.as_data()["steps"]]
+    detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
+              f"wide, {len(b.steps)} bisection steps); plateau {b.plateau:.0f} cycles, on the "
+              f"level <= {b.limit:.0f}, next level {b.above:.0f}" + extra)
+    return Measurement(key, float(b.lo), "bytes", method=METHOD_KNEE, detail=detail,
+                       data={**data, "bisection": {**b.as_data(), "steps": steps}})
 
 
-def _l1(found: list[Knee], g, data: dict) -> Measured:
-    if not found:
-        return Measured(checks=[f"the staircase rises at no knee: {data}"])
-    k = found[0]
+def _l1(session: Context, b, g, data: dict) -> Measured:
+    if isinstance(b, str):
+        return Measured(checks=[f"the L1 knee: {b}: {data}"])
     checks = []
-    if k.lo > g.l1_bytes:
-        checks.append(f"L1 knee at {k.lo} B exceeds the unified L1/shared size {g.l1_bytes} B")
-    if k.hi <= g.l1_bytes // 8:
-        checks.append(f"L1 knee below {k.hi} B: far less than the {g.l1_bytes} B L1/shared")
-    return Measured(Measurement("memory.capacity.l1", k.lo, "bytes", method=METHOD_KNEE,
-                                detail=_knee_detail(k), data=data), checks=checks)
+    if b.lo > g.l1_bytes:
+        checks.append(f"L1 knee at {b.lo} B exceeds the unified L1/shared size {g.l1_bytes} B")
+    if b.hi <= g.l1_bytes // 8:
+        checks.append(f"L1 knee below {b.hi} B: far less than the {g.l1_bytes} B L1/shared")
+    return Measured(_figure(session, "memory.capacity.l1", b, data), checks=checks)
 
 
-def _l2(sw: Curve, g, data: dict) -> Measured:
-    k = last_level_knee(sw.footprints, sw.latency)
-    if k is None:
-        return Measured(checks=[f"no device-memory plateau with a cache level below it: {data}"])
-    data["knee"] = asdict(k)
+def _l2(session: Context, found: dict, g, data: dict, arch: str) -> Measured:
+    b = found[CacheKnee.L2]
+    if isinstance(b, str):
+        return Measured(checks=[f"the L2 knee: {b}: {data}"])
+    driver = int(session.gpu.dev.l2_bytes or 0)
     checks = []
-    # a random single cycle slightly larger than the L2 still mostly hits (docs/memory.md,
-    # lab notes), so the last low point may lie up to one sweep step above the capacity
-    if k.lo > g.l2_bytes * SWEEP_STEP:
-        checks.append(f"L2 knee at {k.lo} B exceeds the device's L2 {g.l2_bytes} B by more "
-                      f"than one sweep step")
+    # a chase cannot keep more lines than the L2 holds: a knee past the driver's size by
+    # more than the rule's margin is a wrong rule or a wrong attribute
+    if driver and b.lo > driver * (1 + KNEE_REL):
+        checks.append(f"L2 knee at {b.lo} B exceeds the driver's l2CacheSize {driver} B by "
+                      f"more than {KNEE_REL:.0%}")
     # a partitioned L2 (sm_80, sm_90) may show one SM only its near partition
-    if k.hi <= g.l2_bytes // 4:
-        checks.append(f"L2 knee below {k.hi} B: far less than the device's L2 "
+    if b.hi <= g.l2_bytes // 4:
+        checks.append(f"L2 knee below {b.hi} B: far less than the device's L2 "
                       f"({g.l2_bytes} B), even one partition of it")
-    return Measured(Measurement("memory.capacity.l2", k.lo, "bytes", method=METHOD_KNEE,
-                                detail=_knee_detail(k), data=data), checks=checks)
+    extra = f"; driver l2CacheSize {human_bytes(driver)}: {b.lo / driver:.3f} x" if driver \
+        else "; driver l2CacheSize unreadable"
+    fig = _figure(session, "memory.capacity.l2", b, data, extra)
+    fig.data["driver_l2_bytes"] = driver
+    fig.data["ratio_to_driver"] = round(b.lo / driver, 4) if driver else None
+    return Measured(fig, checks=checks, notes=[_driver_note(found, driver, arch)])
 
 
-def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
-    """Near and far L2: two plateaus between the L1 and device memory."""
-    if len(ps) < 4:
-        raise NotApplicable(f"near/far L2 not separated: the staircase shows {len(ps)} "
-                            f"plateaus ({[round(p.latency) for p in ps]} cycles), no distinct "
-                            f"far-L2 level; not reported rather than guessed")
+def _driver_note(found: dict, driver: int, arch: str) -> Result:
+    """The driver's l2CacheSize beside what one SM's chase sees: the whole L2 and (with a
+    near/far split) the near partition against half of it."""
+    l2, near = found[CacheKnee.L2], found.get(CacheKnee.L2_NEAR)
+    parts = [f"driver l2CacheSize {human_bytes(driver)}" if driver else
+             "driver l2CacheSize unreadable (0)"]
+    data: dict = {"driver_l2_bytes": driver, "chase_l2_bytes": l2.lo}
+    if driver:
+        data["ratio"] = round(l2.lo / driver, 4)
+        parts.append(f"one SM's chase keeps {human_bytes(l2.lo)} in the L2 "
+                     f"({data['ratio']:.3f} x)")
+    if isinstance(near, Bisection):
+        data["chase_l2_near_bytes"] = near.lo
+        if driver:
+            data["near_ratio_to_half"] = round(near.lo / (driver / 2), 4)
+            parts.append(f"{human_bytes(near.lo)} at near-partition latency "
+                         f"({data['near_ratio_to_half']:.3f} x half of it)")
+    return Result("memory.capacity.l2_driver", arch, Status.INFO,
+                  float(driver) if driver else None, "bytes", method=METHOD_DRIVER,
+                  detail="; ".join(parts), data=data)
+
+
+def _near_far(session: Context, sw: Curve, ps: list[Plateau], b, g, data: dict) -> Measured:
+    """Near and far L2: two plateaus between the L1 and device memory; the near capacity is
+    the near plateau's knee, bisected."""
+    if len(ps) < 4 or isinstance(b, str):
+        why = b if isinstance(b, str) else f"{len(ps)} plateaus"
+        raise NotApplicable(f"near/far L2 not separated: {why}, no distinct far-L2 level "
+                            f"({[round(p.latency) for p in ps]} cycles); not reported "
+                            f"rather than guessed")
     near, far = without_rising_edge(ps[1], sw.footprints, sw.latency), ps[2]
-    detail = (f"near L2 {near.latency:.0f} cycles up to {human_bytes(near.hi_bytes)}, far "
+    detail = (f"near L2 {near.latency:.0f} cycles up to {human_bytes(b.lo)}, far "
               f"{far.latency:.0f} up to {human_bytes(far.hi_bytes)} (SMs {sw.smids}); the far "
               f"plateau may mix far and near hits")
     # its noise: the plateau's range or its points' own per-repeat spreads, the larger (both
@@ -251,16 +307,14 @@ def _near_far(sw: Curve, ps: list[Plateau], g, data: dict) -> Measured:
     plateau = sw.latency[far.first:far.last + 1]
     noise = max(max(plateau) - min(plateau), *sw.spread[far.first:far.last + 1])
     checks = []
-    if near.hi_bytes > g.l2_bytes // 2 * 1.3:
-        checks.append(f"near L2 capacity {near.hi_bytes} B above 1.3 x half the L2 "
-                      f"({(near.hi_bytes, g.l2_bytes)})")
+    if b.lo > g.l2_bytes // 2 * 1.3:
+        checks.append(f"near L2 capacity {b.lo} B above 1.3 x half the L2 "
+                      f"({(b.lo, g.l2_bytes)})")
     return Measured(
         Measurement.of_value("memory.latency.l2_far", far.latency, "cycles",
                              spread=float(noise), method=METHOD_FAR, detail=detail,
                              data={**data, "tolerance": tolerances.of("memory", "l2_far")}),
-        Measurement("memory.capacity.l2_near", near.hi_bytes, "bytes", method=METHOD_KNEE,
-                    detail=detail + f"; near capacity in [{human_bytes(near.hi_bytes)}, "
-                                    f"{human_bytes(sw.footprints[near.last + 1])})", data=data),
+        _figure(session, "memory.capacity.l2_near", b, data, "; " + detail),
         checks=checks)
 
 

@@ -15,7 +15,8 @@ from pytest_gpuchar.results.schema import ExpectationError
 PKG = Path(pytest_gpuchar.__file__).parent
 
 # The values the topics' code held before the file (issue 31 moved them, keeping each value
-# and its type: an int stays an int in the reports' JSON).
+# and its type: an int stays an int in the reports' JSON); since then changed: the memory
+# capacity 0.3 -> 0.05 (issue 33: knees bisected to 3% of the footprint).
 FORMER = {
     ("throughput", "fma"): {"rel": 0.02}, ("throughput", "unit"): {"rel": 0.03},
     ("throughput", "peak_fraction"): {"abs": 0.02},
@@ -27,7 +28,7 @@ FORMER = {
     ("memory", "latency"): {"abs": 1.0, "rel": 0.05},
     ("memory", "latency_dram"): {"abs": 1.0, "rel": 0.1},
     ("memory", "shared_store"): {"abs": 2.0, "rel": 0.1},
-    ("memory", "capacity"): {"rel": 0.3}, ("memory", "l2_far"): {"abs": 5, "rel": 0.1},
+    ("memory", "capacity"): {"rel": 0.05}, ("memory", "l2_far"): {"abs": 5, "rel": 0.1},
     ("memory", "fill_bytes"): {"abs": 0, "rel": 0},
     ("movement", "latency"): {"abs": 2.0, "rel": 0.04},
     ("movement", "latency_dram"): {"abs": 2.0, "rel": 0.05},

@@ -1,6 +1,6 @@
 """The memory figures' maths (topics/memory/analysis.py) on synthetic data: footprints from
-device attributes, bank-conflict layouts, staircase knees (including curves measured on the
-lent H100/H200), fill size."""
+device attributes, bank-conflict layouts, staircase plateaus and knees, fill size (the
+capacity rule and its bisection: test_capacity.py)."""
 from __future__ import annotations
 
 import math
@@ -217,40 +217,3 @@ def test_device_info_memory_fields_default_and_table():
     assert device.free_memory() is None or device.free_memory() > 0
     g = analysis.geometry(d)
     assert g.l1_bytes == analysis.FALLBACK_L1 and any("fallback" in n for n in g.notes)
-
-
-# ld.global.ca staircases measured on the lent GPUs, 4 KiB .. 256 MiB, 3 points per doubling:
-# two H100 runs (a partial-hit point pair formed a plateau of its own in the second) and H200
-H100_RUN1 = [32.0, 31.9, 31.3, 32.0, 32.5, 32.0, 32.3, 32.4, 31.8, 31.5, 32.1, 32.6, 31.4, 32.0,
-             31.3, 31.2, 31.9, 31.4, 221.9, 274.6, 276.1, 277.5, 274.5, 271.9, 275.4, 279.1,
-             276.1, 277.0, 272.9, 276.9, 275.1, 275.8, 275.3, 278.7, 276.7, 276.8, 274.1, 278.4,
-             320.0, 531.6, 499.0, 533.2, 642.2, 672.9, 714.3, 693.9, 691.4, 679.1, 691.0]
-H100_RUN2 = H100_RUN1[:38] + [331.8, 529.0, 497.2, 571.6, 653.8, 650.1, 690.6, 667.5, 675.8,
-                              692.8, 683.7]
-H200 = [32.2] * 18 + [211.4] + [282.0] * 20 + [431.7, 525.0, 477.7, 662.5, 647.5, 663.3, 654.2,
-                                               673.1, 661.5, 633.4]
-
-
-def _footprints(n=49):
-    return [int(round(4096 * 2 ** (i / 3))) for i in range(n)]
-
-
-@pytest.mark.parametrize("curve", [H100_RUN1, H100_RUN2, H200], ids=["h100-1", "h100-2", "h200"])
-def test_last_level_knee_is_the_edge_of_device_memory(curve):
-    fp = _footprints()
-    k = analysis.last_level_knee(fp, curve)
-    # 50.8 MiB still at (far) L2 latency, 64 MiB in device memory, in every run
-    assert (k.lo, k.hi) == (fp[39 + 2], fp[39 + 3])
-    assert k.lo / (50 * 2 ** 20) < analysis.SWEEP_STEP       # H100's 50 MiB L2: one step
-    assert 600 < k.above < 700
-
-
-def test_knees_alone_mistook_a_partial_hit_pair_for_the_l2():
-    fp = _footprints()
-    assert analysis.knees(fp, H100_RUN2)[-1].lo == fp[42]          # 64 MiB: what failed on H100
-    assert analysis.last_level_knee(fp, H100_RUN2).lo == fp[41]    # 50.8 MiB
-
-
-def test_last_level_knee_needs_a_level_below_device_memory():
-    fp = _footprints(10)
-    assert analysis.last_level_knee(fp, [600.0] * 10) is None

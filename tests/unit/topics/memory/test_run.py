@@ -172,57 +172,107 @@ def test_bank_row_and_its_half():
     assert any("cheaper than u32.2way" in c for c in run.bank_conflicts(s2, r4, ARCH).checks)
 
 
-def _staircase(s, latency):
+def _model(f: int) -> float:
+    """The synthetic staircase's latency at any footprint (STEPS at the sweep's points)."""
+    return 30.0 if f <= 192 * 1024 else 200.0 if f <= 20 * 2**20 else 300.0 \
+        if f <= 40 * 2**20 else 600.0
+
+
+def _staircase(s, latency, monkeypatch, model=_model):
+    """The staircase in the session's run cache; a bisection point (chase.point) reads
+    `model` and is logged in s.points."""
+    from pytest_gpuchar.topics.memory import chase as chase_mod
     fp = FPS[:len(latency)]
     s.runs.once(("memory", "staircase"), lambda: Curve(fp, latency, [1.0] * len(fp), [0],
                                                        ["every"] * len(fp)))
+    s.points = []
+
+    def point(session, f):
+        s.points.append(f)
+        return chase_mod.StairPoint(f, model(f), 2.0, [0], "first")
+    monkeypatch.setattr(chase_mod, "point", point)
     return fp
 
 
-def test_capacities_from_the_staircase():
+def test_capacities_from_the_staircase_by_bisection(monkeypatch):
+    """Each knee bisected between two sweep points to 3% of the footprint, three steps each,
+    every point measured once; the capacity is the largest footprint on the level."""
     s = _session()
-    fp = _staircase(s, STEPS)
+    fp = _staircase(s, STEPS, monkeypatch)
     drawn = []
     art = lambda name, caption: drawn.append(name)       # noqa: E731 - no report directory
     l2 = run.capacity(s, rows.Capacity.L2, ARCH, art)
-    last = max(k for k, f in enumerate(fp) if f <= 40 * 2**20)
-    assert l2.checks == [] and l2.figures[0].value == fp[last]
-    assert l2.figures[0].unit == "bytes"
-    assert "knee" in l2.figures[0].data
+    assert l2.checks == [] and l2.figures[0].unit == "bytes"
+    assert len(s.points) == 9 and len(set(s.points)) == 9        # 3 knees x 3 steps, once
+    b = l2.figures[0].data["bisection"]
+    assert b["lo"] <= 40 * 2**20 < b["hi"] and b["resolution"] <= 0.03
+    assert l2.figures[0].value == b["lo"] and len(b["steps"]) == 3
+    assert b["steps"][0]["spread_cycles"] == 2.0 and b["plateau_cycles"] == 300.0
+    assert "at most 5% above the lower level's plateau" in l2.figures[0].method
+    assert "within 3% of the footprint" in l2.figures[0].method
+    assert l2.figures[0].data["tolerance"] == {"rel": 0.05}
     l1 = run.capacity(s, rows.Capacity.L1, ARCH, art)
     assert l1.checks == [] and l1.figures[0].key == "memory.capacity.l1"
-    assert l1.figures[0].value == max(f for f in fp if f <= 192 * 1024)
+    assert l1.figures[0].value <= 192 * 1024 < l1.figures[0].data["bisection"]["hi"]
     assert drawn == ["memory-staircase.png"]       # the plot is made once per session
     near_far = run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, art)
     far, near = near_far.figures
     assert (far.key, far.value, near.key) == ("memory.latency.l2_far", 300.0,
                                               "memory.capacity.l2_near")
-    assert near.value == max(f for f in fp if f <= 20 * 2**20) and near_far.checks == []
+    assert near.value <= 20 * 2**20 < near.data["bisection"]["hi"] and near_far.checks == []
+    assert near.data["tolerance"] == {"rel": 0.05} and far.data["tolerance"]["rel"] == 0.1
+    assert len(s.points) == 9 and fp == FPS
 
 
-def test_near_capacity_ends_before_a_partial_miss_point():
-    """A point 6% above the near-L2 level (inside plateaus()' 8% band) is where the chain
-    starts to miss: the capacity is the point before it, bracketed by it."""
+def test_the_l2_row_notes_the_drivers_l2_size(monkeypatch):
+    """The driver's l2CacheSize beside the chase's figures: an info note with the ratios (the
+    whole L2; the near partition against half of it)."""
+    s = _session()
+    _staircase(s, STEPS, monkeypatch)
+    m = run.capacity(s, rows.Capacity.L2, ARCH, lambda *a: None)
+    note, = m.notes
+    assert (note.key, note.status.value, note.value) == ("memory.capacity.l2_driver", "info",
+                                                         50.0 * 2**20)
+    lo = m.figures[0].value
+    assert note.data["ratio"] == round(lo / (50 * 2**20), 4) == m.figures[0].data[
+        "ratio_to_driver"]
+    assert 0.78 < note.data["ratio"] <= 0.8 and 0.78 < note.data["near_ratio_to_half"] <= 0.8
+    assert "driver l2CacheSize 50 MiB" in note.detail and "x half of it" in note.detail
+    assert "driver l2CacheSize 50 MiB: 0.7" in m.figures[0].detail
+
+
+def test_an_l2_knee_past_the_drivers_size_fails_its_check(monkeypatch):
+    s = _session()
+    lat = [30.0 if f <= 192 * 1024 else 200.0 if f <= 20 * 2**20 else 300.0
+           if f <= 60 * 2**20 else 600.0 for f in FPS]
+    _staircase(s, lat, monkeypatch, lambda f: 300.0 if f <= 60 * 2**20 else 600.0)
+    m = run.capacity(s, rows.Capacity.L2, ARCH, lambda *a: None)
+    assert any("exceeds the driver's l2CacheSize" in c for c in m.checks)
+
+
+def test_near_capacity_ends_before_a_partial_miss_point(monkeypatch):
+    """A point 6% above the near-L2 level (inside plateaus()' 8% band) is off the level
+    (more than 5% above it): the bisection runs below it."""
     s = _session()
     lat = [200.0 * 1.06 if 20 * 2**20 < f <= 21 * 2**20 else v for f, v in zip(FPS, STEPS)]
-    fp = _staircase(s, lat)
+    fp = _staircase(s, lat, monkeypatch)
     near = run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, lambda *a: None).figures[1]
     below = max(f for f in fp if f <= 20 * 2**20)
-    assert near.value == below
-    assert f"near capacity in [{analysis.human_bytes(below)}, " \
-           f"{analysis.human_bytes(fp[fp.index(below) + 1])})" in near.detail
+    b = near.data["bisection"]
+    assert below <= b["lo"] < b["hi"] <= fp[fp.index(below) + 1]
+    assert f"capacity in [{analysis.human_bytes(b['lo'])}, " in near.detail
 
 
-def test_near_far_not_separated_is_not_applicable():
+def test_near_far_not_separated_is_not_applicable(monkeypatch):
     s = _session()
-    _staircase(s, [32.0] * 18 + [600.0] * 10)
+    _staircase(s, [32.0] * 18 + [600.0] * 10, monkeypatch)
     with pytest.raises(NotApplicable, match="near/far L2 not separated"):
         run.capacity(s, rows.Capacity.L2_NEAR_FAR, ARCH, lambda *a: None)
 
 
-def test_flat_staircase_is_a_failed_check():
+def test_flat_staircase_is_a_failed_check(monkeypatch):
     s = _session()
-    _staircase(s, [100.0] * 10)
+    _staircase(s, [100.0] * 10, monkeypatch)
     m = run.capacity(s, rows.Capacity.L1, ARCH, lambda *a: None)
     assert m.figures == [] and "1 latency plateau" in m.checks[0]
 
