@@ -224,15 +224,23 @@ def _ratio(key: str, top: wa.Point, ref: wa.Point, what: str) -> Measurement:
                    {"tolerance": tol("depth_fraction")})
 
 
+def _over(session: Context, arch: str, run: RowRun, other: DepthRow, key: str,
+          what: str) -> list:
+    """This row's best stable throughput over `other`'s (measured this session), or nothing
+    when either has no stable point."""
+    top, ref = wa.best(run.points), wa.best(row_run(session, other, arch).points)
+    if top is None or ref is None:
+        return []
+    return [_ratio(key, top, ref, what)]
+
+
 def _swizzle(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
     base = counterpart(r, swizzle="none") if r.swizzle != "none" else None
     if base is None:
         return []
-    top, ref = wa.best(run.points), wa.best(row_run(session, base, arch).points)
-    if top is None or ref is None:
-        return []
-    return [_ratio(f"{r.key}.throughput_vs_none", top, ref, f"best stable throughput with "
-                   f"{r.swizzle} swizzle over the same wgmma without swizzle ({base.name})")]
+    return _over(session, arch, run, base, f"{r.key}.throughput_vs_none", f"best stable "
+                 f"throughput with {r.swizzle} swizzle over the same wgmma without swizzle "
+                 f"({base.name})")
 
 
 def _vs_dense(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
@@ -241,12 +249,10 @@ def _vs_dense(session: Context, r: DepthRow, arch: str, run: RowRun) -> list:
     dense = counterpart(r, sparse=False) if r.sparse and CHAIN in r.configs else None
     if dense is None:
         return []
-    top, ref = wa.best(run.points), wa.best(row_run(session, dense, arch).points)
-    if top is None or ref is None:
-        return []
-    return [_ratio(f"{r.key}.speedup_vs_dense", top, ref, f"best stable throughput (dense-"
-                   f"equivalent FLOP) of the sparse wgmma over the dense {dense.name}, same "
-                   f"N, operand source ({r.source}) and swizzle, both this session")]
+    return _over(session, arch, run, dense, f"{r.key}.speedup_vs_dense", f"best stable "
+                 f"throughput (dense-equivalent FLOP) of the sparse wgmma over the dense "
+                 f"{dense.name}, same N, operand source ({r.source}) and swizzle, both this "
+                 f"session")
 
 
 def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
