@@ -180,11 +180,11 @@ def find(knee: CacheKnee, footprints: list[int], latency: list[float], lv: Level
     if knee not in lv.below:
         return lv.why.get(knee, f"no levels for the {knee.value} knee")
     below, above = lv.below[knee], lv.above[knee]
-    br = grid_bracket(footprints, latency, below, above, kw.get("rel", KNEE_REL))
+    rel = kw.get("rel", KNEE_REL)
+    br = grid_bracket(footprints, latency, below, above, rel)
     if br is None:
         return (f"the {knee.value} knee: the next level ({above.latency:.0f} cycles) is within "
-                f"{kw.get('rel', KNEE_REL):.0%} of the plateau ({below.latency:.0f}) or no "
-                f"point is on it")
+                f"{rel:.0%} of the plateau ({below.latency:.0f}) or no point is on it")
     i, j = br
     return bisect(knee, footprints[i], footprints[j], measure, below.latency, above.latency,
                   **kw)

@@ -224,9 +224,10 @@ def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
 
 def _figure(session: Context, key: str, b: Bisection, data: dict,
             extra: str = "") -> Measurement:
-    steps = [{**s, "spread_cycles": round(_point(session, s["footprint_bytes"]).spread, 2),
-              "warm": _point(session, s["footprint_bytes"]).warm}
-             for s in b.as_data()["steps"]]
+    steps = []
+    for s in b.as_data()["steps"]:
+        p = _point(session, s["footprint_bytes"])
+        steps.append({**s, "spread_cycles": round(p.spread, 2), "warm": p.warm})
     detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
               f"wide, {len(b.steps)} bisection steps); plateau {b.plateau:.0f} cycles, on the "
               f"level <= {b.limit:.0f}, next level {b.above:.0f}" + extra)
