@@ -82,13 +82,35 @@ def test_committed_h200_curve_puts_its_l2_knee_between_50_8_and_64_mib():
 @pytest.mark.parametrize("curve, l2", [(H100_RUN1, (50.8, 64.0)), (H100_RUN2, (40.3, 50.8)),
                                        (H200_OLD, (50.8, 64.0))], ids=["h100-1", "h100-2", "h200"])
 def test_older_runs_and_a_plateau_of_partial_hits_past_the_l2(curve, l2):
-    """Run 2 of the H100 had 50.8 and 64 MiB (572 and 654 cycles) form a plateau of their own
-    before device memory: the L2 knee is read upward from the far plateau, so they are never
-    taken for a cache level (knees()[-1] took 64 MiB)."""
+    """Run 2 of the H100 had 50.8 and 64 MiB (572 and 654 cycles) together within 8% of
+    their median, a plateau of their own before device memory: 50.8 MiB is a partial hit
+    (off the device-memory level that the run from 64 MiB reaches), so the levels are the
+    same four as run 1's, and the last knee leaves the far plateau at 40.3 MiB (the first
+    rule took 64 MiB)."""
     fp = FPS
-    assert len(analysis.plateaus(fp, curve)) == (5 if curve is H100_RUN2 else 4)
+    assert len(analysis.plateaus(fp, curve)) == 4
     assert mib(fp, brackets(fp, curve)[CacheKnee.L2]) == l2
-    assert analysis.knees(fp, H100_RUN2)[-1].lo == fp[42]
+    assert analysis.knees(fp, H100_RUN2)[-1].lo == fp[40]
+
+
+# H200 GPU-c14f23a5 (2026-11-28): 32 MiB reads 440 cycles, a mix of near (280) and far (515)
+# hits, within 8% of the median of itself and 40.3 MiB (516) but not of the far level
+H200_C14 = [32.0] * 18 + [211.4] + [280.0] * 20 + [440.32, 516.54, 515.08, 643.45, 658.82,
+                                                   651.56, 655.82, 658.51, 654.03, 653.14]
+
+
+def test_a_transition_point_is_not_the_far_level():
+    """The transition point once formed the far level with 40.3 MiB and cut it there: the
+    far plateau read 440 cycles, 50.8 MiB (515) stood 17% above it, and the L2 capacity
+    bisected to 32 MiB (0.53 x the driver's 60 MiB). Left out, the far level is 40.3-50.8
+    MiB at 516 cycles and the L2 knee lies between 50.8 and 64 MiB."""
+    fp = FPS
+    lv = levels(fp, H200_C14)
+    far = lv.below[CacheKnee.L2]
+    assert (round(far.lo_bytes / MiB, 1), round(far.hi_bytes / MiB, 1)) == (40.3, 50.8)
+    assert round(far.latency) == 516
+    assert mib(fp, brackets(fp, H200_C14)[CacheKnee.L2]) == (50.8, 64.0)
+    assert mib(fp, brackets(fp, H200_C14)[CacheKnee.L2_NEAR]) == (25.4, 32.0)
 
 
 @pytest.mark.parametrize("board", ["nvidia-h100-80gb-hbm3", "nvidia-h200"])
