@@ -45,14 +45,16 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     tests of these archs and kinds need."""
     if "static" in kinds:
         n = static_counts(items)
-        gpuchar.builds.offline_groups([g for t, a in registry.static_order(items, archs)
+        gpuchar.builds.offline_groups([g for t, a in registry.run_order(items, archs)
                                        for g in registry.groups({t}, a)
                                        if g.needed(Stage.STATIC)
                                        and worth_batching(g, n[(t, a)])], wait=False)
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware:
-        gpuchar.builds.prefetch(dev, [g for g in registry.groups(hardware, dev.arch)
+        gpuchar.builds.prefetch(dev, [g for t, a in registry.run_order(items, [dev.arch],
+                                                                       "hardware")
+                                      for g in registry.groups({t}, a)
                                       if g.needed(Stage.HARDWARE)])
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe

@@ -38,16 +38,18 @@ def topic_of(item) -> str | None:
     return m.args[0] if m and m.args else None
 
 
-def static_order(items, archs: list[str]) -> list[tuple[str, str]]:
-    """(topic, arch) of the static tests among `items` in the order the run reaches them, so
-    background compiles can be queued in that order: a module's tests run arch after arch, and
-    queued arch by arch the first module's last arch was compiled last (its tests waited for
-    every other part)."""
+def run_order(items, archs: list[str], marker: str = "static") -> list[tuple[str, str]]:
+    """(topic, arch) of the tests carrying `marker` (static, hardware) among `items` in the
+    order the run reaches them, so background compiles can be queued in that order: a
+    module's tests run arch after arch, and queued arch by arch the first module's last arch
+    was compiled last (its tests waited for every other part); the hardware tests' driver-JIT
+    links queued in registry order put the first test's topic (bsp) last (it waited for
+    every other module's link)."""
     order: dict[tuple[str, str], None] = {}
     for item in items:
         spec = getattr(item, "callspec", None)
         arch = spec.params.get("arch") if spec else None
-        topic = topic_of(item) if arch in archs and item.get_closest_marker("static") else None
+        topic = topic_of(item) if arch in archs and item.get_closest_marker(marker) else None
         if topic:
             order.setdefault((topic, arch), None)
     return list(order)
