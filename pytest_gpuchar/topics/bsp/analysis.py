@@ -142,19 +142,24 @@ class Span:
 
 
 def launch_span(rec: np.ndarray) -> Span:
-    """rec: (warps, 5) u64 [t0, t1, smid, g0, g1] of one launch."""
+    """rec: (warps, 5) u64 [t0, t1, smid, g0, g1] of one launch. Per-SM first entry and last
+    exit by SM id as an index (no sort: a large KNN launch has half a million warps); a warp
+    whose record stayed zero goes to a bin of its own, past the last SM."""
     rec = np.asarray(rec, dtype=np.uint64)
-    ok = rec[:, 1] > 0
-    r = rec[ok]
-    sm, inv = np.unique(r[:, 2], return_inverse=True)
-    lo = np.full(len(sm), np.iinfo(np.uint64).max, np.uint64)
-    hi = np.zeros(len(sm), np.uint64)
-    np.minimum.at(lo, inv, r[:, 0])
-    np.maximum.at(hi, inv, r[:, 1])
-    per = (hi - lo).astype(np.float64)
-    warps = np.bincount(inv)
-    gt = float(r[:, 4].max() - r[:, 3].min()) if len(r) else float("nan")
-    return Span(float(per.max()), float(np.median(per)), len(sm),
+    t0, t1, sm = rec[:, 0], rec[:, 1], rec[:, 2]
+    ok = t1 > 0
+    n = int(sm.max()) + 1 if len(sm) else 0
+    idx = np.where(ok, sm, n).astype(np.intp)
+    warps = np.bincount(idx, minlength=n + 1)[:n]
+    lo = np.full(n + 1, np.iinfo(np.uint64).max, np.uint64)
+    hi = np.zeros(n + 1, np.uint64)
+    np.minimum.at(lo, idx, t0)
+    np.maximum.at(hi, idx, t1)
+    used = warps > 0
+    per = (hi[:n][used] - lo[:n][used]).astype(np.float64)
+    warps = warps[used]
+    gt = float(rec[ok, 4].max() - rec[ok, 3].min()) if ok.any() else float("nan")
+    return Span(float(per.max()), float(np.median(per)), int(used.sum()),
                 (int(warps.min()), int(warps.max())), gt, int((~ok).sum()))
 
 
