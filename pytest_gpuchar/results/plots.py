@@ -3,16 +3,20 @@ atomically (a half-written PNG never lands in a report). Each topic draws its ow
 saves them with `save`; a PNG gets an SVG twin beside it, which the HTML report inlines.
 
 Laying a figure out and writing its PNG and SVG costs about ten times what building it does
-(half a second for a tensor sweep's heatmap), so a hardware run renders in the background:
-`start_background()` makes `save` hand the figure (pickled) to a pool of processes and return
-at once; `finish()` waits for every figure and says which could not be written. Without it
-(the default, and for a figure that does not pickle) `save` writes in the caller's thread."""
+(half a second for a tensor sweep's heatmap), and building it costs the first figure of a
+process the import of pyplot, so a hardware run draws in the background:
+`start_background()` makes `draw(build, path, *args)` hand the builder (a module-level
+function returning a Figure) and its data to a pool of processes, which build and write the
+figure, and `save(fig, path)` hand a figure already built (pickled); both return at once, and
+`finish()` waits for every figure and says which could not be drawn or written. Without it
+(the default, and for what does not pickle) both build and write in the caller's thread."""
 from __future__ import annotations
 
 import os
 import pickle
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 from ..core.atomic import replacing
 
@@ -54,6 +58,17 @@ def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     return path
 
 
+def draw(build: Callable[..., Any], path: str | Path, *args, dpi: int = 120, **kwargs) -> Path:
+    """The figure `build(*args, **kwargs)` returns, written to `path` as `save` writes it;
+    while a background renderer runs, built and written by it (`build` must be a module-level
+    function and its arguments plain data, so they travel to another process)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if _background is not None and _background.submit_build(build, args, kwargs, path, dpi):
+        return path
+    return save(build(*args, **kwargs), path, dpi=dpi)
+
+
 def _write(fig, path: Path, dpi: int) -> None:
     import matplotlib
     try:
@@ -75,6 +90,14 @@ def _write_pickled(data: bytes, path: str, dpi: int) -> None:
     _write(pickle.loads(data), Path(path), dpi)
 
 
+def _build_pickled(data: bytes, path: str, dpi: int) -> None:
+    """In a renderer process: the figure built from its builder and data, written as `save`
+    would."""
+    pyplot()
+    build, args, kwargs = pickle.loads(data)
+    _write(build(*args, **kwargs), Path(path), dpi)
+
+
 class Renderer:
     """A pool of processes writing figures (spawned, not forked: the caller holds a CUDA
     context); `pending` maps each path to its write."""
@@ -93,6 +116,15 @@ class Renderer:
         except Exception:      # an unpicklable artist (a lambda formatter, say)
             return False
         self.pending[path] = self.pool.submit(_write_pickled, data, str(path), dpi)
+        return True
+
+    def submit_build(self, build, args: tuple, kwargs: dict, path: Path, dpi: int) -> bool:
+        """Queue a figure's builder and data; False when they cannot travel."""
+        try:
+            data = pickle.dumps((build, args, kwargs))
+        except Exception:      # a local function, or data that does not pickle
+            return False
+        self.pending[path] = self.pool.submit(_build_pickled, data, str(path), dpi)
         return True
 
     def finish(self) -> dict[str, str]:

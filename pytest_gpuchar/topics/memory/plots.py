@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ...results.plots import plain_log_ticks, pyplot, save
+from ...results.plots import draw, plain_log_ticks, pyplot
 from .analysis import Geometry, Knee
 
 
@@ -48,9 +48,8 @@ def save_staircase(artifact: Callable[[str, str], Path | None], curve, found: li
                    f"Pointer-chase latency against footprint, {dev.name}")
     if png is None:
         return
-    fig = plot_staircase(curve.footprints, curve.latency, found, g,
-                         f"{dev.name} ({dev.arch}): ld.global.ca chase, 1 thread", bisections)
-    save(fig, png)
+    draw(plot_staircase, png, curve.footprints, curve.latency, found, g,
+         f"{dev.name} ({dev.arch}): ld.global.ca chase, 1 thread", list(bisections))
     data = artifact("memory-staircase.json", "Staircase data (JSON)")
     data.write_text(json.dumps({**curve.as_data(), "knees": [asdict(k) for k in found],
                                 "bisections": [b.as_data() for b in bisections],

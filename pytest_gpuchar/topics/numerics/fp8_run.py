@@ -16,7 +16,7 @@ from ...core.runner import Launch
 from ...core.topic import Context, Notes
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
-from ...results.plots import plain_log_ticks, pyplot, save
+from ...results.plots import draw, plain_log_ticks, pyplot
 from . import analysis, reference
 from . import fasi as fq
 from . import fp8_questions as q
@@ -268,10 +268,13 @@ def _plot(artifact, scratch, in_type: str, arch: str, measured: dict, models: di
     png = png or (scratch / f"k-error-{in_type}.png" if scratch else None)
     if js is not None:
         js.write_text(json.dumps({"measured": measured, "models": models}, indent=1))
-    if png is None:
-        return
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    if png is not None:
+        draw(k_error_figure, png, in_type, arch, measured, models)
+
+
+def k_error_figure(in_type: str, arch: str, measured: dict, models: dict):
+    """The measured error over K beside the CPU models' (log-log)."""
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
     ks = sorted(measured)
     ax.loglog(ks, [measured[k] for k in ks], "o-", label=f"wgmma {in_type} (measured)")
     for name, v in models.items():
@@ -282,4 +285,4 @@ def _plot(artifact, scratch, in_type: str, arch: str, measured: dict, models: di
     ax.set_title(f"FP8 wgmma accumulation error against K ({arch})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    save(fig, png)
+    return fig

@@ -10,6 +10,11 @@ COLOURS = {"tf32": "tab:blue", "bf16": "tab:red", "f16": "tab:green"}
 
 
 def plot_chain(curves: list[ChainCurve], path, title: str = "") -> None:
+    """Fig 20 written to `path` (by the background renderer while one runs)."""
+    plots.draw(chain_figure, path, curves, title)
+
+
+def chain_figure(curves: list[ChainCurve], title: str = ""):
     """Fig 20: mean l2 relative error against chain length, per type and initialisation;
     links after which most FP16 chains overflowed are marked."""
     plt = plots.pyplot()
@@ -32,4 +37,4 @@ def plot_chain(curves: list[ChainCurve], path, title: str = "") -> None:
     ax.set_title(title or "Chain matrix multiplication (seed 004 Fig 20)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
-    plots.save(fig, path)
+    return fig

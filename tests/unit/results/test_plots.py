@@ -50,6 +50,61 @@ def test_the_background_writes_what_the_caller_would(tmp_path, renderer):
             assert made.read_bytes() == (tmp_path / made.name).read_bytes(), made.name
 
 
+def _builders():
+    """Every topic figure drawn through `draw`: (name, builder, arguments), plain data."""
+    import numpy as np
+    from pytest_gpuchar.topics.memory.analysis import Geometry, Knee
+    from pytest_gpuchar.topics.memory.plots import plot_staircase
+    from pytest_gpuchar.topics.movement import plots as mv
+    from pytest_gpuchar.topics.numerics.fp8_run import k_error_figure
+    from pytest_gpuchar.topics.numerics.plots import chain_figure
+    from pytest_gpuchar.topics.numerics.reference import ChainCurve
+    from pytest_gpuchar.topics.tensor.clock_load.run import trace_figure
+    from pytest_gpuchar.topics.tensor.mma import plots as tensor_plots
+    from pytest_gpuchar.topics.tensor.wgmma.run import depth_figure
+    from pytest_gpuchar.topics.tensor.mma.analysis import SweepPoint
+    pts = {(w, i): SweepPoint(w, i, 30.0 + w, 100.0 * w / i, 0.1, 0.1, False, "", 1000,
+                              False, 0.0, (1, 2, 3), 4, "") for w in (1, 4) for i in (1, 2)}
+    ks = {32: 1e-7, 512: 3e-7, 4096: 9e-7}
+    curve = ChainCurve("f16", "low", 8, [1e-4, 2e-4, 4e-4], [0.0, 0.0, 0.5])
+    geometry = Geometry(l1_bytes=256 << 10, l2_bytes=50 << 20, free_bytes=None)
+    return [
+        ("heat", tensor_plots.heatmap, (pts, "mma", "FMA/clk/SM")),
+        ("trace", trace_figure, ([("idle", [1980.0, 1975.0]), ("ffma", [1800.0])], 0.25)),
+        ("chain", chain_figure, ([curve], "chain")),
+        ("kerr", k_error_figure, ("e4m3", "sm_90", ks, {"f32 accumulation": ks})),
+        ("depth", depth_figure, ("m64n8k16", "sm_90", [([1, 2], [0.4, 0.8], False, "1 in flight")])),
+        ("stairs", mv.staircase_figure, (["shared", "l2"], [120.0, 40.0], "staircase")),
+        ("tma", mv.tma_sizes_figure, ([1024, 4096], [10.0, 20.0], "tma")),
+        ("l2map", mv.heatmap_figure, (np.arange(12.0).reshape(3, 4), "l2")),
+        ("loaded", mv.loaded_figure, ([100.0, 900.0], [600.0, 800.0], [1, 66], "loaded")),
+        ("memory", plot_staircase, ([1024, 4096, 1 << 20], [30.0, 31.0, 200.0],
+                                    [Knee(2048, 8192, 30.0, 200.0)], geometry, "memory")),
+    ]
+
+
+def test_draw_builds_in_the_background_what_the_caller_would(tmp_path, renderer):
+    """Each topic's figure built and written by a renderer process from its builder and
+    data: the same PNG and SVG as building and writing it in place."""
+    drawn = [plots.draw(build, tmp_path / "bg" / f"{name}.png", *args)
+             for name, build, args in _builders()]
+    assert plots._background.pending and plots.finish() == {}
+    for (name, build, args), path in zip(_builders(), drawn):
+        plots._write(build(*args), tmp_path / f"{name}.png", 120)
+        for suffix in (".png", ".svg"):
+            assert path.with_suffix(suffix).read_bytes() == \
+                (tmp_path / f"{name}{suffix}").read_bytes(), name
+
+
+def test_a_builder_that_does_not_pickle_is_built_in_place(tmp_path, renderer):
+    """Built in the caller's thread; the figure, which pickles, still written by the
+    renderer."""
+    path = plots.draw(lambda title: _log_curve(title), tmp_path / "local.png", "in place")
+    assert list(plots._background.pending) == [path]
+    assert plots.finish() == {}
+    assert path.is_file() and path.with_suffix(".svg").is_file()
+
+
 def test_a_figure_that_does_not_pickle_is_written_in_place(tmp_path, renderer):
     from matplotlib.ticker import FuncFormatter
     fig = _log_curve()

@@ -17,7 +17,7 @@ from ....core.build import Built, Group
 from ....core.runner import Launch, Plan, Runner
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
-from ....results.plots import pyplot, save
+from ....results.plots import draw, pyplot
 from . import kernels as cl
 from ..wgmma import kernels as wd
 from .kernels import Load, LoadSummary
@@ -274,16 +274,19 @@ def trace(session: Context, arch: str, artifact=None) -> Measured:
     png = artifact(f"clock-under-load-{arch}.png", "SM clock under sustained load") \
         if artifact else None
     if png is not None:
-        plt = pyplot()
-        fig, ax = plt.subplots(figsize=(7, 4))
-        t0 = 0.0
-        for load in ORDER:
-            v = series[str(load)]
-            ax.plot([t0 + WINDOW_S * (i + 0.5) for i in range(len(v))], v, "o-", label=str(load))
-            t0 += WINDOW_S * len(v)
-        ax.set_xlabel("time (s, loads back to back)")
-        ax.set_ylabel("SM clock (MHz)")
-        ax.grid(True, alpha=0.3)
-        ax.legend()
-        save(fig, png)
+        draw(trace_figure, png, [(str(load), series[str(load)]) for load in ORDER], WINDOW_S)
     return Measured(checks=c.checks)
+
+
+def trace_figure(series: list[tuple[str, list[float]]], window_s: float):
+    """The SM clock per window, the loads back to back."""
+    fig, ax = pyplot().subplots(figsize=(7, 4))
+    t0 = 0.0
+    for load, v in series:
+        ax.plot([t0 + window_s * (i + 0.5) for i in range(len(v))], v, "o-", label=load)
+        t0 += window_s * len(v)
+    ax.set_xlabel("time (s, loads back to back)")
+    ax.set_ylabel("SM clock (MHz)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig

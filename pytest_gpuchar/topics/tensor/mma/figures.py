@@ -11,7 +11,7 @@ from ....core.probe import DeclaredUnmeasurable
 from ....core.topic import Context
 from ....core.verify import ProbeInvalid
 from ....results.judge import Measured, Measurement
-from ....results.plots import save
+from ....results.plots import draw
 from . import analysis, plots
 from .probes import Unsupported
 from .rows import (HOPPER_PEAK_SOURCE, SCHEDULERS, SKEW_SHARE_MAX, SPAN_PER_WARP, STEPS,
@@ -77,7 +77,7 @@ def _require(row: TensorRow, arch: str) -> None:
 def _plot(artifact, pts: dict, name: str, caption: str, title: str, unit: str) -> None:
     path = artifact(name, caption) if artifact else None
     if path is not None:
-        save(plots.heatmap(pts, title, unit), path)
+        draw(plots.heatmap, path, pts, title, unit)
 
 
 def _point_data(s: Sweep, kind, name: str, pt) -> dict:

@@ -13,7 +13,7 @@ from ....core.build import Built, Group
 from ....core.runner import Launch, Plan, Refused, Runner
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
-from ....results.plots import pyplot, save
+from ....results.plots import draw, pyplot
 from ..mma import operands
 from ..tolerance import tol
 from . import kernels as wd
@@ -309,18 +309,26 @@ def _plot(artifact, r: DepthRow, run: RowRun, arch: str) -> None:
         if artifact else None
     if path is None:
         return
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    lines = []
     for c in r.configs:
         pts = sorted((p for p in run.points if p.config == c), key=lambda p: p.warpgroups)
         if pts:
-            ax.plot([p.warpgroups for p in pts], [p.throughput / r.peak for p in pts],
-                    marker="x" if any(p.unstable for p in pts) else "o",
-                    label=f"{c.chains} in flight, wait_group {c.wait}")
+            lines.append(([p.warpgroups for p in pts], [p.throughput / r.peak for p in pts],
+                          any(p.unstable for p in pts),
+                          f"{c.chains} in flight, wait_group {c.wait}"))
+    draw(depth_figure, path, r.name, arch, lines)
+
+
+def depth_figure(name: str, arch: str, lines: list[tuple[list, list, bool, str]]):
+    """Achieved/peak over warpgroups, a line per (chains in flight, wait_group) config
+    (crosses where a point was unstable)."""
+    fig, ax = pyplot().subplots(figsize=(7, 4.5))
+    for x, y, unstable, label in lines:
+        ax.plot(x, y, marker="x" if unstable else "o", label=label)
     ax.set_xlabel("warpgroups per SM")
     ax.set_ylabel("achieved / peak")
     ax.set_ylim(0, 1.1)
-    ax.set_title(f"wgmma {r.name} ({arch})")
+    ax.set_title(f"wgmma {name} ({arch})")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    save(fig, path)
+    return fig
