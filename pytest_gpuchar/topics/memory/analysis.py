@@ -203,10 +203,9 @@ def _runs(footprints: list[int], lat: np.ndarray, rel: float, abs_tol: float,
     """Maximal runs of consecutive points within max(rel*median, abs_tol) of their median. A
     run's first point is left out, as a partial hit between two levels, when the run from
     the next point reaches further and is the tighter of the two (smaller range over its
-    median): the near-to-far L2 transition's point (32 MiB on an H200, part near hits)
-    once formed a run with the far level's first point, cut the level there, and the L2
-    capacity was read off a plateau of 440 cycles against a far level of 515 (docs/memory.md,
-    lab notes)."""
+    median): a point of the near-to-far L2 transition (part near hits) once formed a run
+    with the far level's first point, cut the level there, and the L2 capacity was read off
+    that point's latency instead of the far level's (docs/memory.md, lab notes)."""
     out: list[Plateau] = []
     i, n = 0, len(lat)
     while i < n:
