@@ -1,8 +1,21 @@
 """Repository-level conftest: pytester for the plugin's own unit tests (tests/unit); the
-repository's tests need the gpuchar plugin (its fixtures, markers and options)."""
+repository's tests need the gpuchar plugin (its fixtures, markers and options).
+
+Compiled bytecode: where Python is told not to write it (PYTHONDONTWRITEBYTECODE, as on some
+CI images), every run of this repository's tests compiled and assertion-rewrote every module
+again, and so did each of the pytest and nightly runs the unit tests start in subprocesses
+(about a second each). The tests' own runs keep it in pytest's cache directory instead
+(`.pytest_cache/d/pycache`, through sys.pycache_prefix and PYTHONPYCACHEPREFIX for the
+subprocesses), so no __pycache__ lands beside the sources; -p no:cacheprovider or
+`pytest --cache-clear` leave it as Python was told."""
+import os
+import sys
+
 import pytest
 
 pytest_plugins = ["pytester"]
+
+_SAVED = "gpuchar_bytecode_env"
 
 
 def pytest_configure(config):
@@ -10,3 +23,29 @@ def pytest_configure(config):
         raise pytest.UsageError(
             "this repository's tests need the gpuchar plugin (pytest_gpuchar.plugin): run "
             "them without -p no:gpuchar, with the package installed (pip install -e .)")
+    _keep_bytecode(config)
+
+
+def _keep_bytecode(config) -> None:
+    cache = getattr(config, "cache", None)
+    if not sys.dont_write_bytecode or cache is None or config.getoption("cacheclear", False):
+        return
+    prefix = str(cache.mkdir("pycache"))
+    setattr(config, _SAVED, (sys.dont_write_bytecode, sys.pycache_prefix,
+                             {k: os.environ.get(k) for k in ("PYTHONDONTWRITEBYTECODE",
+                                                             "PYTHONPYCACHEPREFIX")}))
+    sys.dont_write_bytecode, sys.pycache_prefix = False, prefix
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+
+
+def pytest_unconfigure(config):
+    saved = getattr(config, _SAVED, None)
+    if saved is None:
+        return
+    sys.dont_write_bytecode, sys.pycache_prefix, env = saved
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
