@@ -47,16 +47,22 @@ class Window:
 
 def windows(records: np.ndarray, ctas: int, warps: int = 32) -> list[Window]:
     """Per CTA, from the warp records (u64 x 6: t0, t1, g0, g1, acc | sm << 32, rank);
-    records never written (t1 == 0) are ignored."""
+    records never written (t1 == 0) are ignored (all CTAs at once: a bandwidth launch has
+    thousands)."""
     rec = np.asarray(records, dtype=np.uint64).reshape(ctas, warps, 6)
-    out = []
-    for c in range(ctas):
-        r = rec[c][rec[c][:, 1] != 0]
-        if len(r) == 0:
-            raise ValueError(f"CTA {c} wrote no record")
-        out.append(Window(int(r[:, 1].max()) - int(r[:, 0].min()), int(r[0, 4] >> np.uint64(32)),
-                          int(r[:, 2].min()), int(r[:, 3].max())))
-    return out
+    ok = rec[:, :, 1] != 0
+    written = ok.any(axis=1)
+    if not written.all():
+        raise ValueError(f"CTA {int(np.argmin(written))} wrote no record")
+    top, zero = np.uint64(np.iinfo(np.uint64).max), np.uint64(0)
+    t0 = np.where(ok, rec[:, :, 0], top).min(axis=1)
+    t1 = np.where(ok, rec[:, :, 1], zero).max(axis=1)
+    g0 = np.where(ok, rec[:, :, 2], top).min(axis=1)
+    g1 = np.where(ok, rec[:, :, 3], zero).max(axis=1)
+    sm = rec[np.arange(ctas), ok.argmax(axis=1), 4] >> np.uint64(32)
+    span = (t1 - t0).astype(np.int64)          # (a wrapped difference reads negative)
+    return [Window(int(a), int(b), int(c), int(d))
+            for a, b, c, d in zip(span.tolist(), sm.tolist(), g0.tolist(), g1.tolist())]
 
 
 @dataclass
@@ -283,15 +289,18 @@ def serial_blocks(per_repeat: list[list[np.ndarray]], spread_rel: float = 0.05) 
         for rec in grids:
             rec = np.asarray(rec, dtype=np.uint64)
             sm = (rec[:, 2] & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            for s in np.unique(sm):
-                b = rec[sm == s]
-                b = b[np.argsort(b[:, 0])]
-                t0, t1 = b[:, 0].astype(np.int64), b[:, 1].astype(np.int64)
-                gap = t0[1:] - t1[:-1]
-                overlapped |= bool((gap < 0).any())
-                gaps += gap.tolist()
-                pairs.append((len(b), int(t1.max() - t0.min())))
-                counts.add(len(b))
+            order = np.lexsort((rec[:, 0], sm))          # by SM, then start
+            sm, t0 = sm[order], rec[order, 0].astype(np.int64)
+            t1 = rec[order, 1].astype(np.int64)
+            same = sm[1:] == sm[:-1]
+            gap = (t0[1:] - t1[:-1])[same]               # between blocks of one SM
+            overlapped |= bool((gap < 0).any())
+            gaps += gap.tolist()
+            starts = np.flatnonzero(np.r_[True, ~same])
+            n = np.diff(np.r_[starts, len(sm)])
+            busy = np.maximum.reduceat(t1, starts) - np.minimum.reduceat(t0, starts)
+            pairs += list(zip(n.tolist(), busy.tolist()))
+            counts.update(n.tolist())
         if len({c for c, _ in pairs}) >= 2:
             slopes_.append(least_squares([c for c, _ in pairs], [s for _, s in pairs])[0])
     if not slopes_:
