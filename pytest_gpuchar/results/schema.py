@@ -5,9 +5,10 @@ loading is used; the files' layout, their merging, lookup and regeneration are
 results/expectations.py."""
 from __future__ import annotations
 
+import hashlib
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -339,7 +340,29 @@ def load_file(path: str | Path) -> ArchExpectations:
         text = path.read_text()
     except OSError as e:
         raise ExpectationError(f"{path}:0: (file): cannot read: {e}") from e
-    return parse(text, path)
+    key = (str(path), hashlib.sha1(text.encode()).hexdigest())
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = parse(text, path)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = parsed
+    return _copy(parsed)
+
+
+# A process parses each file's text once: building the nodes (for the line numbers of
+# errors) and checking every entry cost about 0.1 s a file, and a process that opens many
+# sessions (the unit tests; the fleet commands) loaded the same files again and again. The
+# entries are frozen; each caller gets its own dicts.
+_PARSED: dict[tuple[str, str], ArchExpectations] = {}
+_PARSED_MAX = 256
+
+
+def _copy(a: ArchExpectations) -> ArchExpectations:
+    return replace(a, characteristics=dict(a.characteristics),
+                   mappings={k: dict(v) for k, v in a.mappings.items()},
+                   devices={k: dict(v) for k, v in a.devices.items()},
+                   sources=dict(a.sources), unmeasurable=dict(a.unmeasurable))
 
 
 def parse(text: str, path: Path) -> ArchExpectations:
