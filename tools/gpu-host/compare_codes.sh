@@ -6,16 +6,30 @@
 # topic's wall and GPU-busy time. $OUT gets: summary.txt, compare.md, compare.json, old.tgz,
 # new.tgz (the reports), logs.tgz.
 #
-# Usage: bash tools/gpu-host/compare_codes.sh OLD_DIR NEW_DIR [GPU_INDEX]
-#   e.g. (prepared on the lead's machine, so both trees travel with the working tree):
-#        mkdir -p cmp/old && git archive 06b60e3 | tar -x -C cmp/old
-#        then on the GPU: bash tools/gpu-host/compare_codes.sh cmp/old . 0
+# Usage: bash tools/gpu-host/compare_codes.sh OLD NEW_DIR [GPU_INDEX]
+#   OLD: the old tree, or a patch file from the new tree back to it (the old tree is then
+#   built under /tmp/old-tree from NEW_DIR with the patch applied in reverse: a whole old tree
+#   beside the snapshots no longer fits the device tool's 64 MiB), e.g. prepared on the lead's
+#   machine:  git diff --binary 06b60e3 HEAD -- pytest_gpuchar tests/characterisation \
+#               expectations conftest.py pyproject.toml tox.ini > cmp/old.patch
+#   then on the GPU: bash tools/gpu-host/compare_codes.sh cmp/old.patch . 0
+#   (or with a tree: mkdir -p cmp/old && git archive 06b60e3 | tar -x -C cmp/old; ... cmp/old)
 # Environment: GPUCHAR_COMPARE_ARGS (pytest arguments for both runs, e.g. -k memory),
 # GPUCHAR_COMPARE_MARK (default hardware: the hardware suite; "" for the whole suite),
 # GPUCHAR_NIGHT_S (a run's time limit, 480 s).
 set -u
-OLD=$(cd "$1" && pwd)
 NEW=$(cd "$2" && pwd)
+if [ -f "$1" ]; then
+  PATCH=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+  rm -rf /tmp/old-tree && mkdir -p /tmp/old-tree
+  (cd "$NEW" && tar --exclude=./.whl --exclude=./cmp --exclude=./results -cf - .) \
+    | tar -xf - -C /tmp/old-tree
+  (cd /tmp/old-tree && { git apply -R "$PATCH" 2>/dev/null || patch -s -p1 -R < "$PATCH"; }) \
+    || { echo "compare_codes: $1 does not apply in reverse to $2"; exit 2; }
+  OLD=/tmp/old-tree
+else
+  OLD=$(cd "$1" && pwd)
+fi
 GPU=${3:-0}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 OUT=${OUT:-$PWD/gpuchar-out}
