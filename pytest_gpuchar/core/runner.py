@@ -78,7 +78,9 @@ class Plan:
     capacity: launches to allocate records for when `more` may ask for more than repeats;
     before(length, repeat): called before each launch (an L2 eviction, an extra launch);
     sync_each: wait for each launch before the next; more(repeat, ms, repeats) -> repeats:
-      after each launch (sync_each), how many timed launches to make."""
+      after each launch (sync_each), how many timed launches to make;
+    keep: what of a length's device records is copied back, a view of them (launches first;
+      one buffer's with `split`), e.g. one lane per warp: the rest is never copied."""
     name: str
     functions: Mapping[Hashable, Any]
     launch: Launch | Callable[[Hashable], Launch]
@@ -95,6 +97,7 @@ class Plan:
     sync_each: bool = False
     more: Callable[[int, float, int], int] | None = None
     timeout_s: float | None = None
+    keep: Callable[[Any], Any] | None = None
 
     @property
     def lengths(self) -> list:
@@ -336,8 +339,9 @@ class Runner:
             if buf is None:
                 continue
             made = q.launched[k]
-            out.raw[k] = [b.get() for b in buf[:made]] if plan.split else \
-                (buf.get() if made == len(buf) else buf[:made].get())
+            keep = plan.keep or (lambda b: b)
+            out.raw[k] = [keep(b).get() for b in buf[:made]] if plan.split else \
+                keep(buf if made == len(buf) else buf[:made]).get()
         q.buffers.clear()
         q.factories.clear()
         return out

@@ -94,6 +94,16 @@ def test_split_records_and_no_warm_up(cp):
         [[1, 0], [1, 1], [1, 2]]
 
 
+def test_keep_copies_back_only_its_view_of_the_records(cp):
+    """What a plan keeps of its records (here each launch's second word) is all that comes
+    back, per launch, for an array of launches and for split buffers."""
+    out = _runner().measure(_plan(cp, lengths=(4,), repeats=2, keep=lambda b: b[:, 1:]))
+    assert out.timed(4).tolist() == [[1], [2]] and out.raw[4].shape == (3, 1)
+    out = _runner().measure(_plan(cp, lengths=(4,), repeats=2, split=True,
+                                  keep=lambda b: b[1:]))
+    assert [r.tolist() for r in out.timed(4)] == [[1], [2]]
+
+
 def test_before_runs_ahead_of_each_launch(cp):
     seen = []
     _runner().measure(_plan(cp, order=Order.REPEAT, before=lambda n, r: seen.append((n, r))))
