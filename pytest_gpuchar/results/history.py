@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import difflib
+import time
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -194,7 +195,7 @@ def _engine(url: sa.URL) -> sa.Engine:
         dbapi_conn.isolation_level = None      # the transactions are begun below
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-        cur.execute("PRAGMA journal_mode = WAL")
+        _wal(cur)
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
 
@@ -205,6 +206,22 @@ def _engine(url: sa.URL) -> sa.Engine:
         write = conn.get_execution_options().get("gpuchar_write")
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
     return engine
+
+
+def _wal(cur) -> None:
+    """The database in WAL mode (kept in the file: set by the first connection). Switching
+    takes an exclusive lock without waiting through the busy timeout: several processes
+    opening one fresh file at once got "database is locked" at once, so the switch is tried
+    again until the timeout."""
+    import sqlite3
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 class History:
