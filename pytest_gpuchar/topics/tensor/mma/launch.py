@@ -63,7 +63,7 @@ def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
 
 def warp_clocks(records):
     """What the sweep reads of a launch's records: lane 0's start and end clocks of each warp
-    (every thread writes its own; copying all of them back moved 2.6 GB per H200 sweep)."""
+    (every thread writes its own record; the rest is never copied back: docs/run-time.md)."""
     return records[:, ::WARP, :2]
 
 
