@@ -24,13 +24,6 @@ timeout -s INT "${GPUCHAR_NIGHT_S:-240}" /tmp/site/bin/py-spy record --format ra
   -p no:cacheprovider -q --gpuchar-report /tmp/prof-report2 "$@" > "$OUT/prof.log" 2>&1
 echo "sampled run: exit $? wall $(( $(date +%s) - t )) s: $(tail -1 "$OUT/prof.log")" | tee -a "$OUT/profile.txt"
 python3 tools/gpu-host/pyspy_top.py "$OUT/pyspy.txt" >> "$OUT/profile.txt" 2>&1
-python3 - "$OUT/run.xml" >> "$OUT/profile.txt" 2>&1 <<'EOF'
-import sys, xml.etree.ElementTree as ET
-rows = sorted(((float(c.get("time")), c.get("classname").rsplit(".", 1)[-1], c.get("name"))
-               for c in ET.parse(sys.argv[1]).iter("testcase")), reverse=True)
-print(f"\n== slowest 30 tests of the plain run (sum {sum(r[0] for r in rows):.1f} s, {len(rows)} tests)")
-for t, mod, name in rows[:30]:
-    print(f"{t:7.2f} {mod} {name}")
-EOF
+python3 tools/gpu-host/slowest_tests.py "$OUT/run.xml" 30 "tests of the plain run" >> "$OUT/profile.txt" 2>&1
 tar czf "$OUT/report.tgz" -C /tmp prof-report
 ls -la "$OUT"

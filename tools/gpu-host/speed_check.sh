@@ -25,14 +25,7 @@ echo "README hardware command: exit $rc wall $(( ($(date +%s%N) - t) / 1000000 )
   | tee -a "$OUT/speed.txt"
 grep -A12 "^time by topic" "$OUT/run.log" | head -12 >> "$OUT/speed.txt"
 grep -E "^(FAILED|ERROR)" "$OUT/run.log" >> "$OUT/speed.txt"
-python3 - "$OUT/run.xml" >> "$OUT/speed.txt" 2>&1 <<'PY'
-import sys, xml.etree.ElementTree as ET
-rows = sorted(((float(c.get("time")), c.get("classname").rsplit(".", 1)[-1], c.get("name"))
-               for c in ET.parse(sys.argv[1]).iter("testcase")), reverse=True)
-print(f"\n== slowest 25 tests (sum {sum(r[0] for r in rows):.1f} s, {len(rows)} tests)")
-for t, mod, name in rows[:25]:
-    print(f"{t:7.2f} {mod} {name}")
-PY
+python3 tools/gpu-host/slowest_tests.py "$OUT/run.xml" 25 >> "$OUT/speed.txt" 2>&1
 timeout -s INT 200 /tmp/site/bin/py-spy record --native --format raw --threads --idle -r 200 \
   -o "$OUT/native.txt" -- python3 -m pytest tests/characterisation -m hardware -q \
   -p no:cacheprovider -k "$SEL" > "$OUT/native.log" 2>&1
