@@ -51,7 +51,7 @@ def save(fig, path: str | Path, *, dpi: int = 120) -> Path:
     a background renderer runs, the files are written by it (`finish` waits for them)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if _background is not None and _background.submit(fig, path, dpi):
+    if _background is not None and _background.submit(_as_built, (fig,), {}, path, dpi):
         pyplot().close(fig)
         return path
     _write(fig, path, dpi)
@@ -64,7 +64,7 @@ def draw(build: Callable[..., Any], path: str | Path, *args, dpi: int = 120, **k
     function and its arguments plain data, so they travel to another process)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if _background is not None and _background.submit_build(build, args, kwargs, path, dpi):
+    if _background is not None and _background.submit(build, args, kwargs, path, dpi):
         return path
     return save(build(*args, **kwargs), path, dpi=dpi)
 
@@ -84,15 +84,14 @@ def _write(fig, path: Path, dpi: int) -> None:
         pyplot().close(fig)
 
 
-def _write_pickled(data: bytes, path: str, dpi: int) -> None:
-    """In a renderer process: the figure as the caller built it, written as `save` would."""
-    pyplot()
-    _write(pickle.loads(data), Path(path), dpi)
+def _as_built(fig):
+    """The builder of a figure the caller built (`save` in the background)."""
+    return fig
 
 
-def _build_pickled(data: bytes, path: str, dpi: int) -> None:
-    """In a renderer process: the figure built from its builder and data, written as `save`
-    would."""
+def _draw_pickled(data: bytes, path: str, dpi: int) -> None:
+    """In a renderer process: the figure from its builder and data (pyplot first: a pickled
+    figure needs its backend), written as `save` would."""
     pyplot()
     build, args, kwargs = pickle.loads(data)
     _write(build(*args, **kwargs), Path(path), dpi)
@@ -108,23 +107,15 @@ class Renderer:
                                         mp_context=multiprocessing.get_context("spawn"))
         self.pending: dict[Path, Future] = {}
 
-    def submit(self, fig, path: Path, dpi: int) -> bool:
-        """Queue `fig`; False when it cannot travel to another process (then the caller
-        writes it itself)."""
-        try:
-            data = pickle.dumps(fig)
-        except Exception:      # an unpicklable artist (a lambda formatter, say)
-            return False
-        self.pending[path] = self.pool.submit(_write_pickled, data, str(path), dpi)
-        return True
-
-    def submit_build(self, build, args: tuple, kwargs: dict, path: Path, dpi: int) -> bool:
-        """Queue a figure's builder and data; False when they cannot travel."""
+    def submit(self, build, args: tuple, kwargs: dict, path: Path, dpi: int) -> bool:
+        """Queue a figure's builder and data (a built figure: `_as_built` and the figure);
+        False when they cannot travel to another process (then the caller builds and writes
+        it itself)."""
         try:
             data = pickle.dumps((build, args, kwargs))
-        except Exception:      # a local function, or data that does not pickle
+        except Exception:      # a local function, an unpicklable artist (a lambda formatter)
             return False
-        self.pending[path] = self.pool.submit(_build_pickled, data, str(path), dpi)
+        self.pending[path] = self.pool.submit(_draw_pickled, data, str(path), dpi)
         return True
 
     def finish(self) -> dict[str, str]:
