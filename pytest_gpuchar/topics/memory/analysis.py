@@ -207,11 +207,13 @@ def _runs(footprints: list[int], lat: np.ndarray, rel: float, abs_tol: float,
     with the far level's first point, cut the level there, and the L2 capacity was read off
     that point's latency instead of the far level's (docs/memory.md, lab notes)."""
     out: list[Plateau] = []
-    i, n = 0, len(lat)
+    n = len(lat)
+    end = [_run_end(lat, i, rel, abs_tol) for i in range(n)]     # the run from each point
+    i = 0
     while i < n:
-        j = _run_end(lat, i, rel, abs_tol)
+        j = end[i]
         if i + 1 < n:
-            k = _run_end(lat, i + 1, rel, abs_tol)
+            k = end[i + 1]
             if k > j and _range(lat[i + 1:k + 1]) < _range(lat[i:j + 1]):
                 i += 1
                 continue
