@@ -1,16 +1,21 @@
 """SASS: parse nvdisasm output, find the timed region, normalise for snapshots."""
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-_INSTR_RE = re.compile(r"^\s*/\*(?P<off>[0-9a-f]{4,})\*/\s(?P<rest>.*)$")
 _COMMENT_RE = re.compile(r"/\*.*?\*/")
-_FUNC_RE = re.compile(r"^//-+\s+\.text\.(?P<name>\S+)\s+-+")
-_LABEL_RE = re.compile(r"^(?P<name>\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$")
+# one line of a listing: an instruction (offset, text), a function header (name) or a branch
+# label (name); a line matches at most one of the three
+_LINE_RE = re.compile(r"^[ \t]*/\*([0-9a-f]{4,})\*/[ \t](.*)$"
+                      r"|^//-+[ \t]+\.text\.(\S+)[ \t]+-+"
+                      r"|^[ \t]*(\.L_x_\d+|[A-Za-z_$][\w$.]*):[ \t]*$", re.M)
 _BRACKETS = re.compile(r"[][()]")
 
 
@@ -110,31 +115,69 @@ def _split_operands(ops: str) -> list[str]:
 
 
 def parse(text: str) -> dict[str, Function]:
-    """nvdisasm text -> {function name: Function}, in file order."""
+    """nvdisasm text -> {function name: Function}, in file order.
+
+    One pass of one pattern over the whole text (lines that are not an instruction, a
+    function header or a label are skipped inside the regex engine). An instruction's text is
+    split into predicate, opcode and operands once per distinct text: an unrolled probe
+    repeats the same instruction thousands of times (about one text in nine is new over the
+    static suite's listings). Python's cyclic garbage collector is paused meanwhile: the
+    millions of small objects made here contain no cycles, and its young-generation passes
+    were a third of the time."""
     funcs: dict[str, Function] = {}
     current: Function | None = None
-    # (the three line patterns cannot match the same line, so the most common, an
-    # instruction, is tried first)
-    for line in text.splitlines():
-        m = _INSTR_RE.match(line)
-        if m:
-            if current is not None:
-                # (string operations, no backtracking regex: the listings of Maxwell/Pascal
-                # pad their lines with runs of blanks that made a lazy pattern quadratic)
-                body = _COMMENT_RE.sub("", m.group("rest")).rstrip()
-                body = body[:-1].strip() if body.endswith(";") else body.strip()
-                if body:
-                    current.instrs.append(parse_instr(int(m.group("off"), 16), body))
-            continue
-        m = _FUNC_RE.match(line)
-        if m:
-            current = Function(m.group("name"), [])
-            funcs[current.name] = current
-            continue
-        lm = _LABEL_RE.match(line.strip())
-        if lm and current is not None:
-            current.labels[lm.group("name")] = len(current.instrs)
+    split: dict[str, tuple] = {}
+    new = tuple.__new__
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    with _collector_paused():
+        for off, rest, name, label in _LINE_RE.findall(text):
+            if off:
+                if current is None:
+                    continue
+                fields = split.get(rest)
+                if fields is None:
+                    fields = split[rest] = _fields(rest)
+                if fields:
+                    current.instrs.append(new(Instr, (int(off, 16), *fields)))
+            elif name:
+                current = funcs[name] = Function(name, [])
+            elif current is not None:
+                current.labels[label] = len(current.instrs)
     return funcs
+
+
+def _fields(rest: str) -> tuple:
+    """(pred, opcode, operands, text) of an instruction line's text after its offset; () for
+    an empty one. (String operations, no backtracking regex: the listings of Maxwell/Pascal
+    pad their lines with runs of blanks that made a lazy pattern quadratic.)"""
+    body = _COMMENT_RE.sub("", rest).rstrip()
+    body = body[:-1].strip() if body.endswith(";") else body.strip()
+    return parse_instr(0, body)[1:] if body else ()
+
+
+_paused = 0
+_paused_lock = threading.Lock()
+_was_enabled = False
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """The cyclic garbage collector off while any thread is inside (parses run in background
+    threads at once); back as it was when the last one leaves."""
+    global _paused, _was_enabled
+    with _paused_lock:
+        if _paused == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _paused += 1
+    try:
+        yield
+    finally:
+        with _paused_lock:
+            _paused -= 1
+            if _paused == 0 and _was_enabled:
+                gc.enable()
 
 
 class RegionError(ValueError):

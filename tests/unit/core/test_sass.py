@@ -260,3 +260,83 @@ def test_operands_split_at_commas_outside_brackets(ops):
 @given(st.text(alphabet="R01,[]() .x", max_size=40))
 def test_operands_split_matches_the_character_loop(ops):
     assert sass._split_operands(ops) == _split_by_characters(ops)
+
+
+def _parse_by_lines(text: str) -> dict:
+    """The listing read line by line, each line tried against the three line forms: what the
+    one-pattern parse must give."""
+    funcs, current = {}, None
+    for line in text.splitlines():
+        m = re.match(r"^\s*/\*([0-9a-f]{4,})\*/\s(.*)$", line)
+        if m:
+            body = re.sub(r"/\*.*?\*/", "", m.group(2)).strip()
+            body = body[:-1].strip() if body.endswith(";") else body
+            if current is not None and body:
+                current[0].append(tuple(sass.parse_instr(int(m.group(1), 16), body)))
+            continue
+        m = re.match(r"^//-+\s+\.text\.(\S+)\s+-+", line)
+        if m:
+            current = funcs[m.group(1)] = ([], {})
+            continue
+        m = re.match(r"^(\.L_x_\d+|[A-Za-z_$][\w$.]*):\s*$", line.strip())
+        if m and current is not None:
+            current[1][m.group(1)] = len(current[0])
+    return funcs
+
+
+def _as_lines(funcs: dict) -> dict:
+    return {n: ([tuple(i) for i in f.instrs], f.labels) for n, f in funcs.items()}
+
+
+LINE_FORMS = [
+    "//--------------------- .text.k --------------------------",
+    "//--------------------- .text.other ----------------------",
+    "        .section        .text.k,\"ax\",@progbits",
+    "k:", ".L_x_0:", ".L_x_1:   ", "  .L_x_2:",
+    "        /*0000*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;",
+    "        /*0010*/                   FFMA R1, R1, R2, R3 ;",
+    "        /*0020*/              @!P0 BRA `(.L_x_1) ;",
+    "        /*0030*/                   { IADD R0, R0, 0x1 ;  /* 0x4c10000000170000 */",
+    "        /*0040*/                   LDG.E R35, [R4.64+0x80] ;        /* 0x000080... */",
+    "        /*0050*/ ;", "        /*0060*/", "/*0070*/\tEXIT ;", "        /* 0x000fc40000000f00 */",
+    "", "   ", "\t.headerflags @\"EF_CUDA_SM90\"",
+]
+
+
+@given(st.lists(st.sampled_from(LINE_FORMS), max_size=40),
+       st.sampled_from(["\n", "\r\n", "\r"]))
+def test_one_pattern_parse_reads_what_a_line_by_line_reading_does(lines, newline):
+    text = newline.join(lines) + newline
+    assert _as_lines(sass.parse(text)) == _parse_by_lines(text)
+
+
+def test_repeated_instructions_are_separate_at_their_offsets():
+    text = "//----- .text.k -----\n" + "".join(
+        f"        /*{16 * i:04x}*/   FFMA R1, R1, R2, R3 ;\n" for i in range(3))
+    instrs = sass.parse(text)["k"].instrs
+    assert [i.offset for i in instrs] == [0, 16, 32]
+    assert len(set(instrs)) == 3 and {i.operands for i in instrs} == {("R1", "R1", "R2", "R3")}
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(enabled):
+    import gc
+    import threading
+    seen = []
+
+    def parse_and_look():
+        with sass._collector_paused():
+            seen.append(gc.isenabled())
+            sass.parse(SAMPLE)
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        threads = [threading.Thread(target=parse_and_look) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert seen == [False] * 4
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
