@@ -8,7 +8,6 @@ import json
 import math
 import subprocess
 import sys
-import time
 
 import pytest
 import sqlalchemy as sa
@@ -168,11 +167,12 @@ def test_a_writer_killed_mid_write_leaves_nothing(target, hdocs, tmp_path):
 
 
 WRITER = r"""
-import json, sys, time
+import json, sys
 from pytest_gpuchar.results.history import open_history
-target, start, files = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+target, files = sys.argv[1], sys.argv[2:]
 docs = [json.load(open(f)) for f in files]
-time.sleep(max(0.0, start - time.time()))      # every writer opens and writes at once
+print("ready", flush=True)
+sys.stdin.readline()                # every writer opens and writes at once, on the go
 with open_history(target) as h:
     for f, d in zip(files, docs):
         h.record(d, source="import", path=f)
@@ -195,10 +195,14 @@ def test_concurrent_writers_in_several_processes(target, hdocs, tmp_path):
     shared = write("shared", "GPU-5aed")
     files = [[write(f"w{w}d{d}", f"GPU-{w}{d}00") for d in range(3)] + [shared]
              for w in range(4)]
-    start = time.time() + 3.0
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, target, str(start), *f],
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, target, *f], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for f in files]
+    for p in procs:                 # all four imported and read their reports
+        assert p.stdout.readline().strip() == "ready", p.communicate(timeout=240)[1][-2000:]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0 and out.strip() == "ok", err[-2000:]
