@@ -364,6 +364,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if saved is not None:
         gc.set_threshold(*saved)
     gc.freeze()
+    from .results import parsed_cache
+    st = config.stash.get(STATE, None)
+    if st is not None:
+        parsed_cache.use(st.previous_expectation_cache)
 
 
 def _record_history(st, exitstatus: int) -> None:

@@ -55,6 +55,7 @@ class GpuCharSession:
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
+    previous_expectation_cache: Any = None   # parsed_cache's directory before this session
     _device: Any = None
     _gpu: Any = None
     _runner: Any = None
@@ -203,8 +204,11 @@ class GpuCharSession:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.controller_of_workers = bool(getattr(session.config.option, "numprocesses",
                                                   None)) and not self.is_worker
-        self.validate_expectations()
         from .core import listings
+        from .results import parsed_cache
+        self.previous_expectation_cache = parsed_cache.use(listings.cache_dir(
+            self.config, "gpuchar-expectations"))
+        self.validate_expectations()
         self.builds.listings = listings.from_config(self.config)
         if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \
                 and self.accept_level != "none":

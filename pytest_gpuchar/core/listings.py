@@ -125,10 +125,16 @@ def from_config(config) -> ListingCache | None:
     env = os.environ.get("GPUCHAR_LISTING_CACHE")
     if env is not None:
         return ListingCache(Path(env)) if env.strip() not in ("", "0") else None
+    path = cache_dir(config, "gpuchar-sass")
+    return ListingCache(path) if path is not None else None
+
+
+def cache_dir(config, name: str) -> Path | None:
+    """The directory `name` in pytest's cache directory (None under -p no:cacheprovider)."""
     cache = getattr(config, "cache", None)
     if cache is None:
         return None
     try:
-        return ListingCache(cache.mkdir("gpuchar-sass"))
+        return Path(cache.mkdir(name))
     except OSError:
         return None

@@ -343,7 +343,12 @@ def load_file(path: str | Path) -> ArchExpectations:
     key = (str(path), hashlib.sha1(text.encode()).hexdigest())
     parsed = _PARSED.get(key)
     if parsed is None:
-        parsed = parse(text, path)
+        from . import parsed_cache
+        digest = parsed_cache.key(path, text)
+        parsed = parsed_cache.get(digest)
+        if not isinstance(parsed, ArchExpectations):
+            parsed = parse(text, path)
+            parsed_cache.put(digest, parsed)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.pop(next(iter(_PARSED)))
         _PARSED[key] = parsed
@@ -352,8 +357,9 @@ def load_file(path: str | Path) -> ArchExpectations:
 
 # A process parses each file's text once: building the nodes (for the line numbers of
 # errors) and checking every entry cost about 0.1 s a file, and a process that opens many
-# sessions (the unit tests; the fleet commands) loaded the same files again and again. The
-# entries are frozen; each caller gets its own dicts.
+# sessions (the unit tests; the fleet commands) loaded the same files again and again; a new
+# process reads what an earlier one parsed from disk (parsed_cache.py). The entries are
+# frozen; each caller gets its own dicts.
 _PARSED: dict[tuple[str, str], ArchExpectations] = {}
 _PARSED_MAX = 256
 
