@@ -100,6 +100,16 @@ def clock_snapshot(env: dict) -> dict:
     return info
 
 
+def end_snapshot(before: dict, env: dict) -> dict:
+    """The clock snapshot at the end of the night. Without a GPU at the start there is no
+    clock to compare: the start's reason is kept, stamped now, and no second process is
+    started (a fresh process found no GPU a minute ago; the night's pytest says the same)."""
+    if "no_gpu" not in before:
+        return clock_snapshot(env)
+    return {"no_gpu": before["no_gpu"], "probed": "at the start only (no GPU)",
+            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
 def throttling(before: dict, after: dict) -> list[str]:
     """Reasons to distrust tonight's figures: the SM clock measured below THROTTLE_FRACTION of
     the max, or start and end differing by more than CLOCK_DRIFT; what NVML saw on the board
@@ -437,7 +447,7 @@ def run(args) -> int:
     started = time.time()
     before = clock_snapshot(env)
     cmd, proc = _suite(args, out, report_dir, env)
-    after = clock_snapshot(env)
+    after = end_snapshot(before, env)
     wall = round(time.time() - started, 1)
     current = _report(report_dir / "gpuchar-results.json")
     results = current.get("results", [])

@@ -75,6 +75,10 @@ def test_no_gpu_measured_nothing_exit_4_with_the_reason_last(night, tmp_path, mo
                          'static night: gpuchar-nightly --static-only')
     doc = _doc(tmp_path, "n1")
     assert doc["exit"] == 4 and doc["measured_nothing"].startswith("no hardware test ran")
+    # no GPU at the start: the end's clock is not probed again, the start's reason is kept
+    before, after = doc["environment"]["before"], doc["environment"]["after"]
+    assert after["no_gpu"] == before["no_gpu"] == "GPUCHAR_NO_GPU is set"
+    assert after["probed"] == "at the start only (no GPU)" and after["time"]
     md = (tmp_path / "n1" / "nightly.md").read_text()
     assert md.startswith("# gpuchar nightly: measured nothing (exit 4)\n\n**Measured nothing**")
     assert "Nothing changed" not in md
