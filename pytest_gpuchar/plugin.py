@@ -367,7 +367,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from .results import parsed_cache
     st = config.stash.get(STATE, None)
     if st is not None:
-        parsed_cache.use(st.previous_expectation_cache)
+        parsed_cache.use(st.previous_parsed_cache)
 
 
 def _record_history(st, exitstatus: int) -> None:

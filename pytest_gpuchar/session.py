@@ -55,7 +55,7 @@ class GpuCharSession:
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
-    previous_expectation_cache: Any = None   # parsed_cache's directory before this session
+    previous_parsed_cache: Any = None   # parsed_cache's directory before this session
     _device: Any = None
     _gpu: Any = None
     _runner: Any = None
@@ -206,8 +206,8 @@ class GpuCharSession:
                                                   None)) and not self.is_worker
         from .core import listings
         from .results import parsed_cache
-        self.previous_expectation_cache = parsed_cache.use(listings.cache_dir(
-            self.config, "gpuchar-expectations"))
+        self.previous_parsed_cache = parsed_cache.use(listings.cache_dir(
+            self.config, parsed_cache.PYTEST_DIR))
         self.validate_expectations()
         self.builds.listings = listings.from_config(self.config)
         if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \

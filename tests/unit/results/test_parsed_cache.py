@@ -1,6 +1,7 @@
-"""Parsed expectation files on disk (results/parsed_cache.py): a new process reads what an
+"""Parsed files on disk (results/parsed_cache.py): a new process reads the expectation files an
 earlier one parsed; an edited file, a damaged entry or a file with an error is parsed again;
-nothing is kept where no directory is named; a pytest session keeps them in pytest's cache."""
+nothing is kept where no directory is named; a pytest session keeps them in pytest's cache;
+the report templates' bytecode is Jinja's own cache in the same directory."""
 from __future__ import annotations
 
 import dataclasses
@@ -42,7 +43,7 @@ def _load_in_a_new_process(path) -> list[str]:
 def test_a_new_process_reads_what_an_earlier_one_parsed(tmp_path, cache):
     path = write(tmp_path, GOOD)
     keys = _load_in_a_new_process(path)
-    [entry] = cache.glob("*.pickle")
+    [entry] = cache.glob("expectations/*.pickle")
     # what is on disk is what the next process gets: a changed entry is read as it is
     stored = pickle.loads(entry.read_bytes())
     assert sorted(stored.characteristics) == keys
@@ -58,14 +59,14 @@ def test_an_edited_file_is_parsed_again(tmp_path, cache):
     schema._PARSED.clear()
     a = E.load_file(path)
     assert "cache.l2x" in a.characteristics and "cache.l2" not in a.characteristics
-    assert len(list(cache.glob("*.pickle"))) == 2
+    assert len(list(cache.glob("expectations/*.pickle"))) == 2
 
 
 @pytest.mark.parametrize("damage", [b"", b"not a pickle", pickle.dumps({"a": 1})])
 def test_a_damaged_entry_is_parsed_again_and_stored_anew(tmp_path, cache, damage):
     path = write(tmp_path, GOOD)
     first = E.load_file(path)
-    [entry] = cache.glob("*.pickle")
+    [entry] = cache.glob("expectations/*.pickle")
     entry.write_bytes(damage)
     schema._PARSED.clear()
     assert E.load_file(path) == first
@@ -77,7 +78,7 @@ def test_a_file_with_an_error_is_never_stored(tmp_path, cache):
     for _ in range(2):
         with pytest.raises(E.ExpectationError, match="unit"):
             E.load_file(path)
-    assert not cache.exists() or not list(cache.glob("*.pickle"))
+    assert not cache.exists() or not list(cache.glob("expectations/*.pickle"))
 
 
 def test_a_changed_parser_does_not_read_old_entries(tmp_path, cache, monkeypatch):
@@ -86,7 +87,7 @@ def test_a_changed_parser_does_not_read_old_entries(tmp_path, cache, monkeypatch
     schema._PARSED.clear()
     monkeypatch.setattr(parsed_cache, "parser_fingerprint", lambda: "another parser")
     E.load_file(path)
-    assert len(list(cache.glob("*.pickle"))) == 2
+    assert len(list(cache.glob("expectations/*.pickle"))) == 2
 
 
 @pytest.mark.parametrize("value", ["0", ""])
@@ -106,7 +107,7 @@ def test_the_oldest_entries_go_past_the_limit(tmp_path, cache, monkeypatch):
     monkeypatch.setattr(parsed_cache, "PRUNE_AT", 3)
     for i in range(4):
         E.load_file(write(tmp_path, GOOD.replace("Ampere paper", f"Ampere paper {i}")))
-    assert len(list(cache.glob("*.pickle"))) == 2
+    assert len(list(cache.glob("expectations/*.pickle"))) == 2
 
 
 def test_a_pytest_session_keeps_them_in_pytests_cache(pytester, monkeypatch):
@@ -115,7 +116,7 @@ def test_a_pytest_session_keeps_them_in_pytests_cache(pytester, monkeypatch):
     outer = parsed_cache.directory()                # this session's own
     pytester.makepyfile("def test_nothing():\n    pass\n")
     assert pytester.runpytest_inprocess("--gpu-arch=sm_80").ret == 0
-    kept = list((pytester.path / ".pytest_cache" / "d" / "gpuchar-expectations").glob("*"))
+    kept = list((pytester.path / ".pytest_cache" / "d" / "gpuchar-parsed").glob("*/*"))
     assert kept and {p.suffix for p in kept} == {".pickle"}
     assert parsed_cache.directory() == outer        # the inner session gave it back
     schema._PARSED.clear()
@@ -151,3 +152,22 @@ def test_the_fingerprint_covers_the_parsers_own_imports():
     needed.discard("results/parsed_cache.py")       # the store itself
     assert {"core/archs.py", "core/topic.py", "results/literature.py"} <= needed
     assert needed <= set(parsed_cache.PARSER_SOURCES), needed
+
+
+def test_report_templates_render_the_same_from_jinjas_bytecode(cache):
+    """The report page of a committed run, with the templates compiled and with them read
+    back from the bytecode a first process stored: the same page."""
+    from pytest_gpuchar.results import html
+    from pytest_gpuchar.results.files import read_report
+    from pytest_gpuchar.results.html import env
+
+    from .test_html import H100
+    doc = read_report(H100)
+    pages = []
+    for _ in range(2):
+        env.environment.cache_clear()           # a new process's environment
+        pages.append(html.report_html(doc))
+        assert env.environment().bytecode_cache is not None
+    env.environment.cache_clear()
+    assert pages[0] == pages[1]
+    assert {p.suffix for p in (cache / "templates").iterdir()} == {".cache"}
