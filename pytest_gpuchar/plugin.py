@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import socket
 import time
 import warnings
@@ -123,6 +124,18 @@ def _configure_xdist(config: pytest.Config) -> None:
         # (gw2 of 2 GPUs) that ran the whole suite again on GPU 0 beside gw0: every figure of
         # GPU 0 reported twice, each measured with another suite on the GPU (docs/run-time.md).
         config.option.maxworkerrestart = 0
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: one worker per GPU where the CUDA driver shows GPUs (each worker measures
+    its own GPU: two on one GPU would time each other's kernels), else pytest-xdist's own
+    choice, one per core (the static checks and unit tests need no GPU). GPUCHAR_NO_GPU
+    counts as no GPU (every hardware test skips)."""
+    from .core import device
+    if os.environ.get("GPUCHAR_NO_GPU"):
+        return None
+    return device.device_count() or None
 
 
 @pytest.hookimpl(optionalhook=True)

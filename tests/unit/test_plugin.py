@@ -312,3 +312,32 @@ def test_jit_prefetch_links_in_the_background_and_relinks_failures(monkeypatch):
         cache.compile("bad", "580", "b.ptx")
     assert [t for p, t in calls if p == "bad"][-1] == threading.current_thread().name
     assert jit.JitCache(0).compile_all([], "580") == []     # caches are per session
+
+
+def test_n_auto_is_one_worker_per_core_without_a_gpu(pytester, monkeypatch):
+    """`-n auto` (the README's test command): pytest-xdist's one worker per core where no GPU
+    is shown (CuPy absent, or GPUCHAR_NO_GPU set)."""
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
+    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_default
+    from pytest_gpuchar import plugin
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+    assert plugin.pytest_xdist_auto_num_workers(pytester.parseconfig()) is None
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("-n", "auto")
+    assert result.ret == 0
+    n = xdist_default(pytester.parseconfig())
+    result.stdout.fnmatch_lines([f"*created: {n}/{n} workers*"])
+
+
+def test_n_auto_is_one_worker_per_gpu_where_there_are_gpus(pytester, monkeypatch):
+    """On a GPU host, `-n auto` gives each GPU one worker (two workers on one GPU would time
+    each other's kernels): the count is the CUDA driver's."""
+    from pytest_gpuchar import plugin
+    from pytest_gpuchar.core import device
+    monkeypatch.delenv("GPUCHAR_NO_GPU", raising=False)
+    config = pytester.parseconfig()
+    assert plugin.pytest_xdist_auto_num_workers(config) == (device.device_count() or None)
+    monkeypatch.setattr(device, "device_count", lambda: 4)      # a host with four GPUs
+    assert plugin.pytest_xdist_auto_num_workers(config) == 4
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+    assert plugin.pytest_xdist_auto_num_workers(config) is None

@@ -60,7 +60,7 @@ def test_the_first_lines_are_install_main_job_and_tests():
     (install, c1), (main, c2), (tests, c3) = first_block()
     assert c1.startswith("set-up") and c2.startswith("main job") and c3.startswith("tests")
     assert shlex.split(install)[:3] == ["pip", "install", "-e"]
-    assert shlex.split(main)[0] == "pytest" and shlex.split(tests) == ["pytest"]
+    assert shlex.split(main)[0] == "pytest" and shlex.split(tests) == ["pytest", "-n", "auto"]
 
 
 def test_the_install_line_is_cis_and_its_extras_exist():
@@ -84,14 +84,15 @@ def test_every_extra_the_docs_name_exists():
 def test_the_main_job_collects_the_characterisation_suite_only():
     """`pytest tests/characterisation --gpu-arch=sm_80`, as the README writes it, collects
     the suite of sm_80 and none of the project's own unit tests (those are the test
-    command's: `pytest`, over pyproject's testpaths, as CI runs it)."""
+    command's: `pytest -n auto`, over pyproject's testpaths, as CI runs it)."""
     args = shlex.split(first_block()[1][0])[1:]
     ids = [ln for ln in pytest_out(*args, "--collect-only", "-q").splitlines()
            if "::" in ln]
     assert ids and all(i.startswith("tests/characterisation/") for i in ids)
     assert any("[sm_80" in i for i in ids)
     assert PYPROJECT["tool"]["pytest"]["ini_options"]["testpaths"] == ["tests"]
-    assert re.search(r"^pytest \|\| rc=\$\?$", (REPO / ".ci" / "run").read_text(), re.M)
+    ci = (REPO / ".ci" / "run").read_text()
+    assert re.search(rf"^{re.escape(first_block()[2][0])} \|\| rc=\$\?$", ci, re.M)
 
 
 def test_python_version():
