@@ -146,17 +146,26 @@ class Builds:
         if key not in self._offline:
             stored = self.listings.key(arch, text, tool, disasm) if self.listings else None
             listing = self.listings.get(stored) if stored else None
-            if listing is None:
-                listing = toolchain.disassemble(
-                    toolchain.assemble(text, arch, name=name, tool=tool), arch)
-                with self._lock:
-                    self.assembled += 1
-                if stored:
-                    self.listings.put(stored, listing)
+            if listing is None and stored:
+                with self.listings.claim(stored):   # another process may be assembling it
+                    listing = self.listings.get(stored) or self._assemble(
+                        arch, text, name, tool, stored)
+            elif listing is None:
+                listing = self._assemble(arch, text, name, tool, None)
             funcs = sass.parse(listing)
             with self._lock:
                 self._offline[key] = funcs
         return tool, self._offline[key]
+
+    def _assemble(self, arch: str, text: str, name: str, tool: toolchain.Tool,
+                  stored: str | None) -> str:
+        listing = toolchain.disassemble(toolchain.assemble(text, arch, name=name, tool=tool),
+                                        arch)
+        with self._lock:
+            self.assembled += 1
+        if stored:
+            self.listings.put(stored, listing)
+        return listing
 
     def offline_groups(self, groups: list[Group], *, wait: bool = True,
                        version: str | None = None, relocatable: bool = False) -> None:

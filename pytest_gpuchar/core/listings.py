@@ -9,15 +9,26 @@ are stored (a ptxas error or warning is raised again on every run). Writes are a
 (temporary file + rename, safe for xdist workers sharing the directory); an unreadable entry
 is dropped and assembled again. ``pytest --cache-clear`` empties it; ``-p no:cacheprovider``
 or ``GPUCHAR_LISTING_CACHE=0`` turns it off.
+
+Processes that share the directory (pytest-xdist's workers, which each assemble the archs of
+the static checks they receive) assemble a listing once: the first to need it holds a lock
+file beside it while it assembles (``<key>.lock``, an flock: released when the process dies),
+and another waits for it and reads what it stored.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import os
 import threading
 import time
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:     # (not POSIX: no claims, a listing may be assembled twice)
+    fcntl = None
 
 from .atomic import atomic_write
 from .toolchain import Tool
@@ -77,6 +88,27 @@ class ListingCache:
             self.hits += 1
         return text
 
+    @contextlib.contextmanager
+    def claim(self, key: str):
+        """Held while this process assembles `key`'s listing: another process claiming it
+        waits until then (and then finds it stored). A directory that cannot hold the lock
+        file claims nothing."""
+        if fcntl is None:
+            yield
+            return
+        path = self._path(key).with_suffix(".lock")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)        # (closing releases the lock)
+
     def put(self, key: str, listing: str) -> None:
         """Store a listing; a full disk or a read-only cache costs the next run a compile,
         never this one its result."""
@@ -100,8 +132,8 @@ class ListingCache:
                 st = p.stat()
             except OSError:
                 continue
-            if p.name.startswith("."):     # a write in progress (core/atomic.py)
-                if now - st.st_mtime > 3600:
+            if p.name.startswith(".") or p.suffix == ".lock":   # a write or a claim
+                if now - st.st_mtime > 3600:                       # (core/atomic.py)
                     p.unlink(missing_ok=True)
                 continue
             entries.append((st.st_mtime, st.st_size, p))

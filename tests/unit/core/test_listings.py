@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -109,3 +111,62 @@ def test_a_failed_assembly_is_not_stored(tmp_path, need_offline_tools):
         with pytest.raises(toolchain.AssemblyError):
             b.offline_module("sm_80", bad, "bad")
     assert b.listings.stored == 0 and not list(tmp_path.rglob("*.gz"))
+
+
+SESSION = r"""
+import sys
+from pytest_gpuchar.core import build, listings
+from pytest_gpuchar.topics.instructions import kernels, rows
+probes = [kernels.latency_probe(rows.row(r), "sm_80") for r in ("add.u32", "fma.rn.f32")]
+b = build.Builds(listings=listings.ListingCache(sys.argv[1]))
+print("ready", flush=True)
+sys.stdin.readline()
+b.offline_groups([build.Group("batch", "sm_80", probes)])
+print(b.assembled, b.listings.hits, flush=True)
+"""
+
+
+def test_processes_sharing_the_cache_assemble_a_listing_once(tmp_path, need_offline_tools):
+    """Two sessions (as two pytest-xdist workers) want the same module at the same moment:
+    one assembles it, the other waits for its claim and reads what it stored."""
+    need_offline_tools("sm_80")
+    procs = [subprocess.Popen([sys.executable, "-c", SESSION, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready", p.communicate(timeout=120)[1][-2000:]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=120) for p in procs]
+    counts = sorted(tuple(map(int, out.split())) for out, _ in outs)
+    assert counts == [(0, 1), (1, 0)], outs        # (assembled, read from the cache)
+    assert len(list(tmp_path.rglob("*.sass.gz"))) == 1
+
+
+HOLDER = r"""
+import sys, time
+from pytest_gpuchar.core import listings
+with listings.ListingCache(sys.argv[1]).claim("ab" * 32):
+    print("held", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_claim_dies_with_the_process_that_held_it(tmp_path):
+    """A worker killed while it assembles (a GPU fault, kill -9) leaves no claim behind."""
+    import threading
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    taken = threading.Event()
+
+    def claim():
+        with listings.ListingCache(tmp_path).claim("ab" * 32):
+            taken.set()
+    waiter = threading.Thread(target=claim, daemon=True)
+    waiter.start()
+    assert not taken.wait(0.5)          # held by the other process: this one waits
+    holder.kill()
+    holder.wait(timeout=60)
+    assert taken.wait(30)
