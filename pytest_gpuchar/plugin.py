@@ -126,12 +126,14 @@ def _configure_xdist(config: pytest.Config) -> None:
         config.option.maxworkerrestart = 0
 
 
-@pytest.hookimpl(optionalhook=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto`: one worker per GPU where the CUDA driver shows GPUs (each worker measures
     its own GPU: two on one GPU would time each other's kernels), else pytest-xdist's own
     choice, one per core (the static checks and unit tests need no GPU). GPUCHAR_NO_GPU
-    counts as no GPU (every hardware test skips)."""
+    counts as no GPU (every hardware test skips). Called before pytest-xdist's own answer
+    (a first-result hook): without tryfirst, xdist's one per core was taken and a one-GPU
+    host ran 16 measuring workers on its GPU."""
     from .core import device
     if os.environ.get("GPUCHAR_NO_GPU"):
         return None

@@ -329,15 +329,25 @@ def test_n_auto_is_one_worker_per_core_without_a_gpu(pytester, monkeypatch):
     result.stdout.fnmatch_lines([f"*created: {n}/{n} workers*"])
 
 
+def xdist_default_workers(config) -> int:
+    from xdist.plugin import pytest_xdist_auto_num_workers as xdist_default
+    return xdist_default(config)
+
+
 def test_n_auto_is_one_worker_per_gpu_where_there_are_gpus(pytester, monkeypatch):
     """On a GPU host, `-n auto` gives each GPU one worker (two workers on one GPU would time
     each other's kernels): the count is the CUDA driver's."""
-    from pytest_gpuchar import plugin
+    pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     from pytest_gpuchar.core import device
     monkeypatch.delenv("GPUCHAR_NO_GPU", raising=False)
-    config = pytester.parseconfig()
-    assert plugin.pytest_xdist_auto_num_workers(config) == (device.device_count() or None)
+    config = pytester.parseconfig("-n", "auto")
+    # what pytest-xdist asks (the first answer of every plugin's pytest_xdist_auto_num_workers)
+    auto = config.hook.pytest_xdist_auto_num_workers
+    assert device.device_count() == 0 and auto(config=config) >= 1      # no GPU: per core
     monkeypatch.setattr(device, "device_count", lambda: 4)      # a host with four GPUs
-    assert plugin.pytest_xdist_auto_num_workers(config) == 4
+    assert auto(config=config) == 4
+    monkeypatch.setattr(device, "device_count", lambda: 1)      # one GPU: one worker
+    assert auto(config=config) == 1
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
-    assert plugin.pytest_xdist_auto_num_workers(config) is None
+    monkeypatch.setattr(device, "device_count", lambda: 4)
+    assert auto(config=config) == xdist_default_workers(config)
