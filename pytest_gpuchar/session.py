@@ -98,7 +98,14 @@ class GpuCharSession:
             worker = getattr(self.config, "workerinput", {}).get("workerid", "")
             if idx is None and worker.startswith("gw") and not os.environ.get("GPUCHAR_DEVICE"):
                 # pytest-xdist: one worker per GPU, worker gwN on GPU N (run with -n <GPUs>)
-                idx = device.worker_device(int(worker[2:]))
+                n = device.device_count()
+                idx = device.worker_device(int(worker[2:]), n)
+                if idx is None and n:
+                    self._device = device.Absent(
+                        f"pytest-xdist worker {worker} has no GPU of its own ({n} visible, "
+                        f"measured by gw0..gw{n - 1}; two workers on one GPU would time each "
+                        f"other's kernels): run with -n {n} or -n auto")
+                    return self._device
             self._device = device.detect(idx)
         return self._device
 

@@ -209,7 +209,8 @@ def device_count() -> int:
 
 
 def worker_device(worker: int, count: int | None = None) -> int | None:
-    """GPU index for pytest-xdist worker N: N modulo the number of GPUs visible (indices are
-    those of CUDA_VISIBLE_DEVICES's list), None if there is none."""
+    """GPU index for pytest-xdist worker N: GPU N of those visible (indices are those of
+    CUDA_VISIBLE_DEVICES's list); None when N is not below their number: that worker has no
+    GPU of its own (two workers on one GPU would time each other's kernels)."""
     n = device_count() if count is None else count
-    return worker % n if n else None
+    return worker if worker < n else None

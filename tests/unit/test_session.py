@@ -27,14 +27,28 @@ def detected(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("worker, gpus, want", [("gw0", 4, 0), ("gw3", 4, 3), ("gw5", 4, 1),
-                                                ("gw1", 1, 0), ("gw2", 0, None)])
-def test_worker_n_is_pinned_to_gpu_n_modulo_the_visible_gpus(tmp_path, monkeypatch, detected,
-                                                             worker, gpus, want):
-    """Indices count the GPUs CUDA_VISIBLE_DEVICES leaves visible (the driver's numbering)."""
+@pytest.mark.parametrize("worker, gpus, want", [("gw0", 4, 0), ("gw3", 4, 3), ("gw2", 0, None)])
+def test_worker_n_is_pinned_to_gpu_n(tmp_path, monkeypatch, detected, worker, gpus, want):
+    """Indices count the GPUs CUDA_VISIBLE_DEVICES leaves visible (the driver's numbering);
+    without any GPU, detection gives its own reason."""
     monkeypatch.setattr(device, "device_count", lambda: gpus)
     session(tmp_path, worker=worker).device
     assert detected == [want]
+
+
+@pytest.mark.parametrize("worker, gpus", [("gw5", 4), ("gw1", 1)])
+def test_a_worker_beyond_the_gpus_measures_nothing(tmp_path, monkeypatch, detected, worker,
+                                                   gpus):
+    """-n 2 on a one-GPU host: the second worker does not share the first one's GPU (on an
+    H200, 16 workers on one GPU failed three figures and made 51 unstable); its hardware
+    tests skip, saying why and what to run."""
+    monkeypatch.setattr(device, "device_count", lambda: gpus)
+    s = session(tmp_path, worker=worker)
+    assert not s.device and detected == []
+    assert s.hardware_skip("sm_90") == (
+        f"hardware: pytest-xdist worker {worker} has no GPU of its own ({gpus} visible, "
+        f"measured by gw0..gw{gpus - 1}; two workers on one GPU would time each other's "
+        f"kernels): run with -n {gpus} or -n auto")
 
 
 def test_an_explicit_device_wins_over_the_worker_mapping(tmp_path, monkeypatch, detected):
@@ -53,7 +67,7 @@ def test_a_single_process_uses_the_default_device(tmp_path, detected):
 
 def test_worker_device_without_cupy_is_none():
     assert device.worker_device(3, count=0) is None
-    assert device.worker_device(3, count=2) == 1
+    assert device.worker_device(3, count=2) is None and device.worker_device(1, count=2) == 1
 
 
 class _Invalid(Probe):
