@@ -351,7 +351,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         # NVML at the start and now (throttling, ECC): read where the tests ran; a controller
         # of pytest-xdist workers has its workers' boards (GpuCharSession.pytest_testnodedown)
         if st.is_worker:
-            session.config.workeroutput["gpuchar_boards"] = [st.board_entry()]
+            session.config.workeroutput["gpuchar_boards"] = \
+                [] if st.not_measuring else [st.board_entry()]
         elif not st.controller_of_workers:
             st.recorder.meta["boards"] = [st.board_entry()]
     if st.is_worker:          # the controller's report sections the results by topic

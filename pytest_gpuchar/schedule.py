@@ -51,7 +51,7 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
                                        and worth_batching(g, n[(t, a)])], wait=False)
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
-    if dev and dev.arch in archs and hardware:
+    if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:
         gpuchar.builds.prefetch(dev, [g for t, a in registry.run_order(items, [dev.arch],
                                                                        "hardware")
                                       for g in registry.groups({t}, a)

@@ -56,6 +56,7 @@ class GpuCharSession:
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
     previous_parsed_cache: Any = None   # parsed_cache's directory before this session
+    not_measuring: str = ""   # why this process's GPU is not its own to measure (xdist)
     _device: Any = None
     _gpu: Any = None
     _runner: Any = None
@@ -101,11 +102,12 @@ class GpuCharSession:
                 n = device.device_count()
                 idx = device.worker_device(int(worker[2:]), n)
                 if idx is None and n:
-                    self._device = device.Absent(
+                    self.not_measuring = (
                         f"pytest-xdist worker {worker} has no GPU of its own ({n} visible, "
                         f"measured by gw0..gw{n - 1}; two workers on one GPU would time each "
                         f"other's kernels): run with -n {n} or -n auto")
-                    return self._device
+                    # the host's GPU still decides the archs it collects, as its peers do
+                    idx = int(worker[2:]) % n
             self._device = device.detect(idx)
         return self._device
 
@@ -142,6 +144,8 @@ class GpuCharSession:
         dev = self.device
         if not dev:
             return f"hardware: {dev.reason}"
+        if self.not_measuring:
+            return f"hardware: {self.not_measuring}"
         if dev.arch != arch:
             return f"hardware: GPU is {dev.arch} ({dev.name}) but {arch} was asked"
         return None
