@@ -132,8 +132,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     its own GPU: two on one GPU would time each other's kernels), else pytest-xdist's own
     choice, one per core (the static checks and unit tests need no GPU). GPUCHAR_NO_GPU
     counts as no GPU (every hardware test skips). Called before pytest-xdist's own answer
-    (a first-result hook): without tryfirst, xdist's one per core was taken and a one-GPU
-    host ran 16 measuring workers on its GPU."""
+    (a first-result hook): otherwise xdist's one per core is taken, every core a measuring
+    worker on a one-GPU host."""
     from .core import device
     if os.environ.get("GPUCHAR_NO_GPU"):
         return None

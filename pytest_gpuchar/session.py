@@ -148,7 +148,22 @@ class GpuCharSession:
             return f"hardware: {self.not_measuring}"
         if dev.arch != arch:
             return f"hardware: GPU is {dev.arch} ({dev.name}) but {arch} was asked"
-        return None
+        return self._claim_gpu(dev)
+
+    def _claim_gpu(self, dev) -> str | None:
+        """The measuring process's claim on its GPU (core/gpuclaim.py), taken at its first
+        hardware test; the controller of pytest-xdist workers measures nothing and claims
+        nothing. None: ours; else why the hardware tests skip."""
+        if self.controller_of_workers:
+            return None
+        from .core import gpuclaim
+        holder = gpuclaim.claim(dev.uuid)
+        if not holder:
+            return None
+        return (f"hardware: {dev.uuid} ({dev.name}, GPU {dev.index}) is being measured by "
+                f"another process ({holder}); two processes on one GPU would time each "
+                f"other's kernels: run when it has ended, or pick another GPU with "
+                f"--gpuchar-device")
 
     def require_gpu(self, arch: str):
         """The GPU if it is of `arch`, else pytest.skip naming what is missing."""

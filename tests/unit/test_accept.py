@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import secrets
 import textwrap
 
 import pytest
@@ -220,9 +221,11 @@ def fleet_run(pytester):
     """A board not in the model's fleet (GPU-064f5149) accepting its figure."""
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(FLEET)
+    # (a UUID of this test's own: a measuring process claims its GPU's, core/gpuclaim.py)
     pytester.makeconftest(FAKE_GPU.replace(
         '"580.159.04", "13.0", "13.0")',
-        '"580.159.04", "13.0", "13.0", uuid="GPU-064f5149-0000-0000-0000-000000000000")'))
+        f'"580.159.04", "13.0", "13.0", uuid="GPU-064f5149-0000-0000-0000-'
+        f'{secrets.token_hex(6)}")'))
     pytester.makepyfile(test_hw=TESTS)
 
     def _run(*args):

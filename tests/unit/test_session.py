@@ -39,9 +39,9 @@ def test_worker_n_is_pinned_to_gpu_n(tmp_path, monkeypatch, detected, worker, gp
 @pytest.mark.parametrize("worker, gpus", [("gw5", 4), ("gw1", 1)])
 def test_a_worker_beyond_the_gpus_measures_nothing(tmp_path, monkeypatch, detected, worker,
                                                    gpus):
-    """-n 2 on a one-GPU host: the second worker does not share the first one's GPU (on an
-    H200, 16 workers on one GPU failed three figures and made 51 unstable); its hardware
-    tests skip, saying why and what to run."""
+    """-n 2 on a one-GPU host: the second worker does not share the first one's GPU (two
+    workers on one GPU time each other's kernels, docs/run-time.md); its hardware tests skip,
+    saying why and what to run."""
     monkeypatch.setattr(device, "device_count", lambda: gpus)
     monkeypatch.setattr(device, "detect", lambda index=None: detected.append(index) or
                         SimpleNamespace(arch="sm_90", name="a GPU"))
