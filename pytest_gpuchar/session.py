@@ -58,6 +58,7 @@ class GpuCharSession:
     previous_parsed_cache: Any = None   # parsed_cache's directory before this session
     not_measuring: str = ""   # why this process's GPU is not its own to measure (xdist)
     _device: Any = None
+    _claim_refused: str | None = None   # gpuclaim's answer: None not asked, "" ours
     _gpu: Any = None
     _runner: Any = None
 
@@ -151,19 +152,22 @@ class GpuCharSession:
         return self._claim_gpu(dev)
 
     def _claim_gpu(self, dev) -> str | None:
-        """The measuring process's claim on its GPU (core/gpuclaim.py), taken at its first
-        hardware test; the controller of pytest-xdist workers measures nothing and claims
-        nothing. None: ours; else why the hardware tests skip."""
+        """The measuring process's claim on its GPU (core/gpuclaim.py), tried once, at its
+        first hardware test: every hardware test of the session gets the same answer (a
+        claim given up mid-collection does not split the run). The controller of
+        pytest-xdist workers measures nothing and claims nothing. None: ours; else why the
+        hardware tests skip."""
         if self.controller_of_workers:
             return None
-        from .core import gpuclaim
-        holder = gpuclaim.claim(dev.uuid)
-        if not holder:
-            return None
-        return (f"hardware: {dev.uuid} ({dev.name}, GPU {dev.index}) is being measured by "
+        if self._claim_refused is None:
+            from .core import gpuclaim
+            holder = gpuclaim.claim(dev.uuid)
+            self._claim_refused = holder and (
+                f"hardware: {dev.uuid} ({dev.name}, GPU {dev.index}) is being measured by "
                 f"another process ({holder}); two processes on one GPU would time each "
                 f"other's kernels: run when it has ended, or pick another GPU with "
                 f"--gpuchar-device")
+        return self._claim_refused or None
 
     def require_gpu(self, arch: str):
         """The GPU if it is of `arch`, else pytest.skip naming what is missing."""

@@ -88,3 +88,14 @@ def test_a_session_on_a_claimed_gpu_skips_its_hardware_tests(tmp_path, uuid, hel
 def test_a_session_on_a_free_gpu_claims_it(tmp_path, uuid):
     assert _session(tmp_path, uuid).hardware_skip("sm_90") is None
     assert gpuclaim.path(uuid).read_text().startswith(f"pid {os.getpid()} on ")
+
+
+def test_a_session_asks_once(tmp_path, uuid, held_elsewhere):
+    """Every hardware test of a session gets the first answer: a claim given up while the
+    tests are collected does not make some of them measure and others skip."""
+    s = _session(tmp_path, uuid)
+    first = s.hardware_skip("sm_90")
+    held_elsewhere.kill()
+    held_elsewhere.wait(timeout=60)
+    assert first and s.hardware_skip("sm_90") == first
+    assert _session(tmp_path, uuid).hardware_skip("sm_90") is None     # a new session's
