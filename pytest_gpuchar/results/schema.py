@@ -5,7 +5,6 @@ loading is used; the files' layout, their merging, lookup and regeneration are
 results/expectations.py."""
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from dataclasses import dataclass, field, replace
@@ -16,6 +15,7 @@ import yaml
 
 from ..core import archs
 from ..core.topic import expectation_topics
+from . import parsed_cache
 from .literature import Literature, LiteratureError, from_mapping
 
 SCHEMA_VERSION = 1
@@ -340,18 +340,16 @@ def load_file(path: str | Path) -> ArchExpectations:
         text = path.read_text()
     except OSError as e:
         raise ExpectationError(f"{path}:0: (file): cannot read: {e}") from e
-    key = (str(path), hashlib.sha1(text.encode()).hexdigest())
-    parsed = _PARSED.get(key)
+    digest = parsed_cache.key(path, text)      # this process's key and the disk's
+    parsed = _PARSED.get(digest)
     if parsed is None:
-        from . import parsed_cache
-        digest = parsed_cache.key(path, text)
         parsed = parsed_cache.get(digest)
         if not isinstance(parsed, ArchExpectations):
             parsed = parse(text, path)
             parsed_cache.put(digest, parsed)
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.pop(next(iter(_PARSED)))
-        _PARSED[key] = parsed
+        _PARSED[digest] = parsed
     return _copy(parsed)
 
 
@@ -360,7 +358,7 @@ def load_file(path: str | Path) -> ArchExpectations:
 # sessions (the unit tests; the fleet commands) loaded the same files again and again; a new
 # process reads what an earlier one parsed from disk (parsed_cache.py). The entries are
 # frozen; each caller gets its own dicts.
-_PARSED: dict[tuple[str, str], ArchExpectations] = {}
+_PARSED: dict[str, ArchExpectations] = {}
 _PARSED_MAX = 256
 
 
