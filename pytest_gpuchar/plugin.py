@@ -381,8 +381,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         gc.set_threshold(*saved)
     gc.freeze()
     from .results import parsed_cache
+    from .session import NOT_TAKEN
     st = config.stash.get(STATE, None)
-    if st is not None:
+    if st is not None and st.previous_parsed_cache is not NOT_TAKEN:   # (--help: no session)
         parsed_cache.use(st.previous_parsed_cache)
 
 

@@ -29,6 +29,9 @@ class StaleDeclaration(AssertionError):
     """A probe declared unmeasurable is valid with this compiler: the declaration is stale."""
 
 
+NOT_TAKEN = object()
+
+
 @dataclass(eq=False)     # registered as a plugin: hashed by identity
 class GpuCharSession:
     config: pytest.Config
@@ -55,7 +58,8 @@ class GpuCharSession:
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
-    previous_parsed_cache: Any = None   # parsed_cache's directory before this session
+    # parsed_cache's directory before this session (NOT_TAKEN: the session never started)
+    previous_parsed_cache: Any = NOT_TAKEN
     not_measuring: str = ""   # why this process's GPU is not its own to measure (xdist)
     _device: Any = None
     _claim_refused: str | None = None   # gpuclaim's answer: None not asked, "" ours

@@ -122,6 +122,8 @@ def test_a_pytest_session_keeps_them_in_pytests_cache(pytester, monkeypatch):
     schema._PARSED.clear()
     assert pytester.runpytest_inprocess("--gpu-arch=sm_80", "-p", "no:cacheprovider").ret == 0
     assert parsed_cache.directory() == outer
+    assert pytester.runpytest_inprocess("--markers").ret == 0     # configured, no session
+    assert parsed_cache.directory() == outer
 
 
 def test_entries_are_whole_expectations():
