@@ -1,6 +1,7 @@
 """Fixtures shared by the unit tests."""
 from __future__ import annotations
 
+import os
 import sys
 import types
 from pathlib import Path
@@ -102,6 +103,22 @@ def _child_runs(monkeypatch, listing_cache_dir):
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
     for name in XDIST_ENV:          # under -n N: the runs started here are not workers
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def write_module():
+    """write(path, text): a test module that a child pytest will import, its modification time
+    at least a second past the version it replaces. The child runs keep bytecode (the root
+    conftest), and Python and pytest's assertion rewriting tell it out of date by the source's
+    size and whole-second mtime: an edit of the same size within a second ran the old module
+    (a nightly test's second night ran its first night's figures)."""
+    def write(path: Path, text: str) -> None:
+        before = path.stat().st_mtime_ns if path.exists() else None
+        path.write_text(text)
+        if before is not None:
+            t = max(path.stat().st_mtime_ns, before + 1_000_000_000)
+            os.utime(path, ns=(t, t))
+    return write
 
 
 @pytest.fixture

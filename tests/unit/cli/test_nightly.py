@@ -243,14 +243,14 @@ def test_other():
 """
 
 
-def _suite(tmp_path, value, ok=True):
-    (tmp_path / "test_demo.py").write_text(textwrap.dedent(SUITE.format(value=value, ok=ok)))
+def _suite(write, tmp_path, value, ok=True):
+    write(tmp_path / "test_demo.py", textwrap.dedent(SUITE.format(value=value, ok=ok)))
 
 
-def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
+def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys, write_module):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
-    _suite(tmp_path, 10.0)
+    _suite(write_module, tmp_path, 10.0)
     args = ["test_demo.py", "--static-only", "--", "--gpu-arch=sm_80"]
     assert n.main(["--out", "n1", *args]) == ch.EXIT_NO_CHANGE
     doc = json.loads((tmp_path / "n1" / "nightly.json").read_text())
@@ -260,7 +260,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     # the same again, compared with the first: no change
     assert n.main(["--out", "n2", "--previous", "n1/nightly.json", *args]) == ch.EXIT_NO_CHANGE
     # a value moved (no expectation: still passes) -> changes within tolerance
-    _suite(tmp_path, 12.0)
+    _suite(write_module, tmp_path, 12.0)
     assert n.main(["--out", "n3", "--previous", "n1/nightly.json", *args]) == \
         ch.EXIT_WITHIN_TOLERANCE
     md = (tmp_path / "n3" / "nightly.md").read_text()
@@ -269,7 +269,7 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys):
     assert 'data-key="demo.value" data-kind="value"' in page and "(exit 1)" in page
     assert (tmp_path / "n3" / "report" / "index.html").is_file()            # the run's page
     # a failing test -> regression
-    _suite(tmp_path, 10.0, ok=False)
+    _suite(write_module, tmp_path, 10.0, ok=False)
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION
     # a missing previous file is a usage error named before the night runs, not a silent
     # first run

@@ -34,9 +34,13 @@ def test_figures(gpuchar):
 """
 
 
-def _suite(tmp_path, board, *figures):
-    (tmp_path / "test_demo.py").write_text(textwrap.dedent(SUITE.format(
-        figures=list(figures), board=board, device=H100)))
+@pytest.fixture
+def suite(tmp_path, write_module):
+    """suite(board, *figures): the demo suite recording these figures of `board`."""
+    def _suite(board, *figures):
+        write_module(tmp_path / "test_demo.py", textwrap.dedent(SUITE.format(
+            figures=list(figures), board=board, device=H100)))
+    return _suite
 
 
 def _run_doc(board, *figures):
@@ -58,8 +62,8 @@ def night(tmp_path, monkeypatch):
     return _night
 
 
-def test_first_night_of_a_board_judges_conformance_only(tmp_path, night):
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 4060.0, "pass"))
+def test_first_night_of_a_board_judges_conformance_only(tmp_path, night, suite):
+    suite(BOARD_A, ("l2.gpu", 4060.0, "pass"))
     code, doc = night("n1")
     assert code == ch.EXIT_NO_CHANGE and doc["first_night"]
     assert doc["boards"] == [{"board": BOARD_A, "reference": None, "same_board": False,
@@ -69,14 +73,14 @@ def test_first_night_of_a_board_judges_conformance_only(tmp_path, night):
     assert "## Conformance" in md and "0 out of tolerance or in error of 1 results" in md
     assert f"## Change\n\nFirst night of {BOARD_A[:12]}: nothing of its own" in md
     # a board that does not conform on its first night is a regression all the same
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 3000.0, "fail"))
+    suite(BOARD_A, ("l2.gpu", 3000.0, "fail"))
     code, doc = night("n2")
     assert code == ch.EXIT_REGRESSION
     assert [c["kind"] for c in doc["changes"] if c["severity"] == "regression"] == [
         "expectation"]
 
 
-def test_first_night_against_the_models_committed_baseline_is_notes_only(tmp_path, night):
+def test_first_night_against_the_models_committed_baseline_is_notes_only(tmp_path, night, suite):
     """The fresh machine of issue 29: the committed baseline of its model is another board's
     run; 3% apart (beyond 1% and the spreads) and a figure that board never measured are
     notes, the exit is 0."""
@@ -84,7 +88,7 @@ def test_first_night_against_the_models_committed_baseline_is_notes_only(tmp_pat
     base.mkdir(parents=True)
     (base / "gpuchar-results.json.gz").write_bytes(gzip.compress(json.dumps(_run_doc(
         BOARD_B, ("l2.gpu", 4060.0, "pass"), ("gone", 1.0, "pass"))).encode()))
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 3940.0, "pass"), ("fp8.new", 5.0, "pass"))
+    suite(BOARD_A, ("l2.gpu", 3940.0, "pass"), ("fp8.new", 5.0, "pass"))
     code = n.main(["--out", "n1", "--baseline-root", str(tmp_path / "results"),
                    "test_demo.py"])
     doc = json.loads((tmp_path / "n1" / "nightly.json").read_text())
@@ -97,20 +101,20 @@ def test_first_night_against_the_models_committed_baseline_is_notes_only(tmp_pat
     assert f"differences from another board's run ({BOARD_B[:12]}" in md
 
 
-def test_a_figure_new_to_the_suite_is_a_note(tmp_path, night):
+def test_a_figure_new_to_the_suite_is_a_note(tmp_path, night, suite):
     prev = tmp_path / "prev.json"
     prev.write_text(json.dumps(_run_doc(BOARD_A, ("l2.gpu", 4060.0, "pass"))))
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 4060.0, "pass"), ("tensor.fp8_emulated.x", 2.0, "pass"))
+    suite(BOARD_A, ("l2.gpu", 4060.0, "pass"), ("tensor.fp8_emulated.x", 2.0, "pass"))
     code, doc = night("n1", "--previous", str(prev))
     assert code == ch.EXIT_NO_CHANGE and not doc["first_night"]
     (c,) = doc["changes"]
     assert (c["key"], c["kind"], c["severity"]) == ("tensor.fp8_emulated.x", "new", "note")
 
 
-def test_a_real_move_of_one_board_is_a_change(tmp_path, night):
+def test_a_real_move_of_one_board_is_a_change(tmp_path, night, suite):
     prev = tmp_path / "prev.json"
     prev.write_text(json.dumps(_run_doc(BOARD_A, ("l2.gpu", 4060.0, "pass"))))
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 3940.0, "pass"))
+    suite(BOARD_A, ("l2.gpu", 3940.0, "pass"))
     code, doc = night("n1", "--previous", str(prev))
     assert code == ch.EXIT_WITHIN_TOLERANCE
     (c,) = doc["changes"]
@@ -118,10 +122,10 @@ def test_a_real_move_of_one_board_is_a_change(tmp_path, night):
     assert doc["repeatability"]["common"] == 1
 
 
-def test_another_boards_run_given_as_previous_is_notes_only(tmp_path, night):
+def test_another_boards_run_given_as_previous_is_notes_only(tmp_path, night, suite):
     prev = tmp_path / "prev.json"
     prev.write_text(json.dumps(_run_doc(BOARD_B, ("l2.gpu", 4060.0, "pass"))))
-    _suite(tmp_path, BOARD_A, ("l2.gpu", 3940.0, "pass"))
+    suite(BOARD_A, ("l2.gpu", 3940.0, "pass"))
     code, doc = night("n1", "--previous", str(prev))
     assert code == ch.EXIT_NO_CHANGE and doc["first_night"]
     assert [(c["kind"], c["severity"]) for c in doc["changes"]] == [("board", "note")]

@@ -36,15 +36,15 @@ ARGS = ["test_demo.py", "--", "--gpu-arch=sm_80"]
 
 
 @pytest.fixture
-def night(tmp_path, monkeypatch, capsys):
+def night(tmp_path, monkeypatch, capsys, write_module):
     """night(*args, value=10.0, ok=True) -> (exit code, the lines it printed): the nightly
     on the demo suite, in tmp_path."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUCHAR_NO_GPU", raising=False)
 
     def _night(*args, value=10.0, ok=True):
-        (tmp_path / "test_demo.py").write_text(textwrap.dedent(SUITE.format(value=value,
-                                                                            ok=ok)))
+        write_module(tmp_path / "test_demo.py",
+                     textwrap.dedent(SUITE.format(value=value, ok=ok)))
         code = n.main(list(args))
         out = capsys.readouterr()
         return code, (out.out + out.err).strip().splitlines()

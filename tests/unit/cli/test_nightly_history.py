@@ -22,17 +22,17 @@ def test_value(record):
 """
 
 
-def _suite(tmp_path, value):
-    (tmp_path / "test_demo.py").write_text(textwrap.dedent(SUITE.format(value=value)))
+def _suite(write, tmp_path, value):
+    write(tmp_path / "test_demo.py", textwrap.dedent(SUITE.format(value=value)))
 
 
 def test_nights_are_recorded_and_compared_with_the_boards_last_run(tmp_path, monkeypatch,
-                                                                   capsys):
+                                                                   capsys, write_module):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     db = tmp_path / "hist" / "gpuchar-history.sqlite"
     args = ["--history", str(db), "test_demo.py", "--", "--gpu-arch=sm_80"]
-    _suite(tmp_path, 10.0)
+    _suite(write_module, tmp_path, 10.0)
     assert n.main(["--out", "n1", *args]) == ch.EXIT_NO_CHANGE
     assert f"recorded in {db}: run(s) 1" in capsys.readouterr().out
     assert json.loads((tmp_path / "n1" / "nightly.json").read_text())["previous"] is None
@@ -40,7 +40,7 @@ def test_nights_are_recorded_and_compared_with_the_boards_last_run(tmp_path, mon
     doc = json.loads((tmp_path / "n2" / "nightly.json").read_text())
     assert doc["previous"].startswith("run 1 (") and doc["previous"].endswith(f"of {db}")
     assert "-o" in doc["pytest_command"] and "gpuchar_history=" in doc["pytest_command"]
-    _suite(tmp_path, 12.0)
+    _suite(write_module, tmp_path, 12.0)
     assert n.main(["--out", "n3", *args]) == ch.EXIT_WITHIN_TOLERANCE
     doc = json.loads((tmp_path / "n3" / "nightly.json").read_text())
     assert doc["previous"].startswith("run 2 (")
