@@ -16,7 +16,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from pytest_gpuchar.results import fleetsample
+from pytest_gpuchar.results import gate
 from pytest_gpuchar.results.history import open_history
 
 
@@ -89,7 +89,7 @@ def markdown(sample: list[dict], holdout: list[dict], plans: dict[str, str],
     said = [(u, t) for u, t in notes.items() if t]
     if said:
         out += ["", "Notes:", ""] + [f"- {u[:12]}: {t}" for u, t in said]
-    out += ["", "## The rule", "", fleetsample.RULE + ".", ""]
+    out += ["", "## The rule", "", gate.rule_text() + ".", ""]
     for model, text in sorted(plans.items()):
         out += [f"## Ranges derived for {model}", "", "```", text.rstrip(), "```", ""]
     return "\n".join(out)

@@ -65,14 +65,28 @@ def _open(args, create: bool = False):
 
 # --- commands ------------------------------------------------------------------------------------
 
+def _record_file(h, path: Path):
+    """Record one report, or every run of a fleet sample (JSON Lines, one run a line:
+    results/sample.py); the run ids, those already there in `.existing`."""
+    if path.name.endswith((".jsonl", ".jsonl.gz")):
+        from ..results import sample
+        from ..results.history import Recorded
+        ids, existing = [], []
+        for i, doc in enumerate(sample.read(path), 1):
+            got = h.record(doc, source="import", path=f"{path}:{i}")
+            ids += list(got)
+            existing += got.existing
+        return Recorded(ids, existing)
+    return h.record(read_report(path), source="import", path=str(path))
+
+
 def cmd_import(args) -> int:
     failed = 0
     added = again = 0
     with _open(args, create=True) as h:
         for f in args.files:
             try:
-                doc = read_report(Path(f))
-                ids = h.record(doc, source="import", path=str(f))
+                ids = _record_file(h, Path(f))
             except (ResultsError, HistoryError) as e:
                 print(f"gpuchar-history: {e}", file=sys.stderr)
                 failed += 1

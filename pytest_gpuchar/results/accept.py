@@ -18,7 +18,7 @@ from . import expectations as E
 REFUSED_STATUSES = ("invalid", "unstable", "error", "info")
 
 
-FLEET_MODES = ("extend", "replace")
+from .contract import FLEET_MODES  # noqa: E402,F401  (extend | replace)
 
 
 @dataclass
@@ -32,6 +32,7 @@ class Acceptance:
     candidates: list[dict] = field(default_factory=list)   # results of tests that may write
     accepted: list[dict] = field(default_factory=list)
     refused: list[dict] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)      # the fleet samples extended
 
     def consider(self, results: list[dict], test_ok: bool, why_not: str = "") -> None:
         """The results one test recorded; `test_ok`: the test passed, or failed only because a
@@ -55,9 +56,12 @@ class Acceptance:
         return ""
 
     def write(self, store: E.Store) -> None:
-        """Write every acceptable candidate into its arch's file of its topic."""
-        by_file: dict[tuple[Path, str], dict[str, dict]] = {}
-        raws: dict[tuple[Path, str], dict[str, dict]] = {}
+        """Arch level: every acceptable candidate into its arch's file of its topic. Device
+        level: the run's boards join their model's fleet sample (extend) or become it
+        (replace), and the entries the sample moved are rewritten (results/contract.py)."""
+        from . import contract
+        by_file: dict[Path, dict[str, dict]] = {}
+        by_model: dict[tuple[str, str], list[dict]] = {}
         for r in self.candidates:
             device = (r.get("provenance") or {}).get("device", "") \
                 if self.level == "device" else ""
@@ -66,36 +70,54 @@ class Acceptance:
             if why:
                 self.refused.append({"key": r["key"], "arch": r["arch"], "why": why})
                 continue
+            if device:
+                by_model.setdefault((r["arch"], device), []).append(r)
+                continue
             path = E.file_for(r["key"], r["arch"], self.root)
-            old = current_entry(store, r["arch"], r["key"], device or None)
-            raw = raw_entries(raws, path, device).get(r["key"]) if device else None
-            if raw and self.fleet == "extend":
-                entry = E.fleet_entry(r, {**raw, "tolerance": raw.get("tolerance")
-                                          or old.get("tolerance")})
-            elif device and self.fleet == "extend":
-                entry = E.fleet_entry(r, old)
-            else:
-                entry = E.measured_entry(r, old)
-            by_file.setdefault((path, device), {})[r["key"]] = entry
-            self.accepted.append({"key": r["key"], "arch": r["arch"],
-                                  "old": (raw or {}).get("range") or old.get("value"),
-                                  "new": entry.get("range") or entry["value"],
-                                  "unit": entry["unit"],
+            old = current_entry(store, r["arch"], r["key"], None)
+            entry = E.measured_entry(r, old)
+            by_file.setdefault(path, {})[r["key"]] = entry
+            self.accepted.append({"key": r["key"], "arch": r["arch"], "old": old.get("value"),
+                                  "new": entry["value"], "unit": entry["unit"],
                                   "tolerance": entry["tolerance"], "file": str(path),
-                                  "device": device or "(arch level)"})
-        for (path, device), entries in sorted(by_file.items()):
-            E.write_entries(path, entries, device or None)
+                                  "device": "(arch level)"})
+        for path, entries in sorted(by_file.items()):
+            E.write_entries(path, entries)
+        for (arch, device), results in sorted(by_model.items()):
+            store.clear()
+            before = store.load(arch)
+            try:
+                written = contract.accept(arch, device, [{"results": results}],
+                                          root=self.root, sample_path=sample_path(self.root,
+                                                                                  arch),
+                                          fleet=self.fleet)
+            except E.ExpectationError as e:
+                self.refused += [{"key": r["key"], "arch": arch, "why": str(e)} for r in results]
+                continue
+            store.clear()
+            after = store.load(arch)
+            for path, keys in written.files.items():
+                for key in keys:
+                    old, new = (e.get(key, device) if e else None for e in (before, after))
+                    self.accepted.append({
+                        "key": key, "arch": arch, "device": device, "file": str(path),
+                        "old": old.describe() if old else None,
+                        "new": new.describe() if new else None,
+                        "unit": new.unit if new else "", "tolerance": "fleet"})
+            self.samples.append({"arch": arch, "device": device, "fleet": self.fleet,
+                                 **written.summary.as_yaml(), "rewritten": written.changed,
+                                 "unchanged": written.unchanged})
         store.clear()
 
     def as_meta(self) -> dict:
-        return {"level": self.level, "accepted": self.accepted, "refused": self.refused}
+        return {"level": self.level, "accepted": self.accepted, "refused": self.refused,
+                "samples": self.samples}
 
 
-def raw_entries(cache: dict, path: Path, device: str) -> dict[str, dict]:
-    """The device section of a file as YAML data (each file read once per acceptance)."""
-    if (path, device) not in cache:
-        cache[(path, device)] = E.section_entries(path, device)
-    return cache[(path, device)]
+def sample_path(root: Path, arch: str) -> Path:
+    """Where a model's fleet sample lives beside the expectation files: results/<arch>/fleet/
+    sample.jsonl.gz of the directory holding expectations/."""
+    return Path(root).resolve().parent / "results" / arch / "fleet" / "sample.jsonl.gz"
 
 
 def current_entry(store: E.Store, arch: str, key: str, device: str | None) -> dict:

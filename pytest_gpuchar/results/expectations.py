@@ -10,7 +10,7 @@ key back to the file of its topic, so the topics (and the archs) never overwrite
 
 File layout::
 
-    schema: 1
+    schema: 2
     arch: sm_80
     description: free text
     sources:                       # short names used by the entries' `source`
@@ -48,8 +48,8 @@ import yaml
 from ..core.atomic import atomic_write
 # the schema (entry types, their fields and validation), also the public names of this module
 # (atomic_write too: the writers of other modules take it from here)
-from .schema import (ENTRY_KEYS, MAX_FILE_BYTES, NOISE_KEYS, NOISE_MAX, SCHEMA_VERSION, TOP_KEYS,
-                     TOPICS, UNITS, UNMEASURABLE_KEYS, ArchExpectations,
+from .schema import (ENTRY_KEYS, FLEET_SOURCE, MAX_FILE_BYTES, NOISE_KEYS, SCHEMA_VERSION,
+                     TOP_KEYS, TOPICS, UNITS, UNMEASURABLE_KEYS, ArchExpectations,
                      ExpectationError, Expected, load_file, parse,
                      Unmeasurable)  # noqa: F401
 
@@ -173,9 +173,10 @@ def _finite(value) -> bool:
 
 
 def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float = 0.05) -> dict:
-    """The expectation entry a measured result becomes: an existing entry keeps its tolerance
-    and note; a new one takes the tolerance its test proposed (data.tolerance: a bool or an
-    error needs its own) or the default; the run's provenance is recorded."""
+    """The arch-level entry a measured result becomes: an existing entry keeps its tolerance,
+    note and literature; a new one takes the tolerance its test proposed (data.tolerance: a
+    bool or an error needs its own) or the default. The run's provenance is the history
+    store's and the file's, not the entry's: the source line names the date and device."""
     prov = r.get("provenance") or {}
     entry = {
         "value": _rounded(float(r["value"])),
@@ -184,64 +185,27 @@ def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float =
         or {"abs": abs_tol, "rel": rel_tol},
         "source": f"measured {str(prov.get('date', ''))[:10]} on {prov.get('device', '?')}",
         "method": r.get("method", ""),
-        "provenance": {k: prov[k] for k in sorted(prov)},
     }
-    for kept in ("note", "noise", "literature"):
+    for kept in ("note", "literature"):
         if kept in old:
             entry[kept] = old[kept]
     return entry
 
 
-def board_of(prov: dict) -> str:
-    """A board's label in an entry's `boards`: its UUID's first 12 characters."""
-    return str(prov.get("uuid") or "")[:12]
-
-
-def fleet_entry(r: dict, old: dict, **tol) -> dict:
-    """A device (model) entry that holds for every board of the model measured so far: each
-    board's latest value in provenance.boards; one board gives a value, several a range from
-    the lowest to the highest, judged with the entry's tolerance at either end. An entry
-    written before boards were recorded counts as its own board (provenance.uuid). An entry
-    a fleet sample made (provenance.fleet: its rule, sigma, dates) keeps them, the new board
-    counted in. Boards of one model differ by more than each repeats, and a nightly on any
-    board of the model is judged against the model's entry: accepting one board adds it to
-    the fleet, it never replaces the others."""
-    entry = measured_entry(r, old, **tol)
-    prev = old.get("provenance") or {}
-    boards = dict(prev.get("boards") or {})
-    if not boards and board_of(prev) and _finite(old.get("value")):
-        boards[board_of(prev)] = old["value"]
-    this = board_of(r.get("provenance") or {})
-    if not this:
-        return entry
-    boards[this] = entry["value"]
-    fleet = dict(prev.get("fleet") or {})
-    if fleet:
-        day = str((r.get("provenance") or {}).get("date", ""))[:10]
-        dates = sorted(d for d in [*(fleet.get("dates") or []), day] if d)
-        fleet.update(boards=len(boards), dates=[dates[0], dates[-1]] if dates else [])
-        entry["provenance"]["fleet"] = fleet
-        entry["source"] = (f"fleet sample of {len(boards)} {r['provenance'].get('device', '?')} "
-                           f"boards, runs of {fleet['dates'][0]} to {fleet['dates'][-1]} "
-                           f"(provenance.fleet); {this} accepted {day}")
-    if len(set(boards.values())) > 1:
-        del entry["value"]
-        entry = {"range": [min(boards.values()), max(boards.values())], **entry}
-        if not fleet:
-            entry["source"] = f"{entry['source']}; {len(boards)} boards (provenance.boards)"
-    entry["provenance"]["boards"] = dict(sorted(boards.items()))
-    return entry
-
-
-def write_entries(path: Path, entries: dict[str, dict], device: str | None = None) -> None:
-    """Replace or add these entries in `path` (the arch values, or the `device` section),
-    keeping every other line of the file: validated, then written atomically."""
+def write_entries(path: Path, entries: dict[str, dict], device: str | None = None,
+                  provenance: dict[str, dict] | None = None) -> None:
+    """Replace or add these entries in `path` (the arch values, or the `device` section), and
+    the `provenance` lines given (model -> its sample, under provenance.samples), keeping
+    every other line of the file: validated, then written atomically."""
     from .yamledit import set_entries
     path = Path(path)
     text = path.read_text() if path.exists() else \
         f"schema: {SCHEMA_VERSION}\narch: {path.stem}\ncharacteristics: {{}}\n"
+    if provenance:
+        text = set_entries(text, ["provenance", "samples"], provenance)
     section = ["devices", device, "characteristics"] if device else ["characteristics"]
-    text = set_entries(text, section, entries)
+    if entries:
+        text = set_entries(text, section, entries)
     parse(text, path)   # validate before replacing: a bad write must never land
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text)
@@ -256,16 +220,15 @@ def section_entries(path: Path, device: str | None = None) -> dict[str, dict]:
     return data.get("characteristics") or {}
 
 
-def update_from_results(path: Path, results: list[dict], *, device: str | None = None,
-                        abs_tol: float = 1.0, rel_tol: float = 0.05,
-                        keys: set[str] | None = None, fleet: bool = False) -> list[str]:
-    """Write measured values into an expectation file: atomically, keeping every entry it does
-    not change, the file's comments and order and its own provenance. Results that are
-    invalid, unstable, errors or SPEC's bars are never written. With `fleet` (a device
-    section) the entry spans every board of the model measured (fleet_entry). Returns the
-    keys written."""
+def update_from_results(path: Path, results: list[dict], *, abs_tol: float = 1.0,
+                        rel_tol: float = 0.05, keys: set[str] | None = None) -> list[str]:
+    """Write measured values into an expectation file's arch values: atomically, keeping
+    every entry it does not change, the file's comments and order and its own provenance.
+    Results that are invalid, unstable, errors or SPEC's bars are never written. (A model's
+    device entries come from its fleet sample: results/contract.py.) Returns the keys
+    written."""
     path = Path(path)
-    target = section_entries(path, device)
+    target = section_entries(path)
     entries: dict[str, dict] = {}
     for r in results:
         if r.get("arch") != path.stem or not _finite(r.get("value")) or r.get("status") in (
@@ -273,70 +236,26 @@ def update_from_results(path: Path, results: list[dict], *, device: str | None =
             continue
         if keys and r["key"] not in keys:
             continue
-        make = fleet_entry if fleet and device else measured_entry
-        entries[r["key"]] = make(r, target.get(r["key"]) or {}, abs_tol=abs_tol,
-                                 rel_tol=rel_tol)
+        entries[r["key"]] = measured_entry(r, target.get(r["key"]) or {}, abs_tol=abs_tol,
+                                           rel_tol=rel_tol)
     if entries:
-        write_entries(path, entries, device)
+        write_entries(path, entries)
     return list(entries)
 
 
-def update_arch(arch: str, results: list[dict], *, root: Path,
-                device: str | None = None, abs_tol: float = 1.0, rel_tol: float = 0.05,
-                keys: set[str] | None = None, fleet: bool = False) -> dict[Path, list[str]]:
+def update_arch(arch: str, results: list[dict], *, root: Path, abs_tol: float = 1.0,
+                rel_tol: float = 0.05, keys: set[str] | None = None) -> dict[Path, list[str]]:
     """update_from_results for every file of `arch` the results touch: each key goes to the
     file of its topic (file_for). Returns file -> keys written."""
     by_file: dict[Path, set[str]] = {}
     for r in results:
         if r.get("arch") == arch and r.get("key") and (not keys or r["key"] in keys):
             by_file.setdefault(file_for(r["key"], arch, root), set()).add(r["key"])
-    return {path: update_from_results(path, results, device=device, abs_tol=abs_tol,
-                                      rel_tol=rel_tol, keys=ks, fleet=fleet)
+    return {path: update_from_results(path, results, abs_tol=abs_tol, rel_tol=rel_tol, keys=ks)
             for path, ks in sorted(by_file.items())}
 
 
-# --- declared run-to-run noise ------------------------------------------------------------
-
-NOISE_STEP = 0.005          # a declared noise is rounded up to half a percent
-NOISE_SIGMAS = 3            # ... from this many times the RMS of the measured moves
-NOISE_MAX = 0.5             # the largest relative noise an entry may declare (schema)
-NOISE_MIN_MOVES = 3         # fewer pairs say too little about a figure's run-to-run scatter
-
-
-class NoiseError(ValueError):
-    """Pairs that cannot give a run-to-run noise (two boards, a key without an entry)."""
-
-
-def pair_moves(pairs: list[tuple[list[dict], list[dict]]], arch: str,
-               keys: list[str]) -> tuple[dict[str, dict[str, list[float]]], set[str]]:
-    """key -> board -> the relative moves between the two runs of each pair measured on that
-    board, and the dates of the runs. Unstable or invalid figures give no move (their result
-    already says they cannot be compared); a pair of two boards is an error: boards of one
-    model differ by more than one board repeats (the fleet ranges say by how much)."""
-    moves: dict[str, dict[str, list[float]]] = {k: {} for k in keys}
-    dates: set[str] = set()
-    for i, (first, second) in enumerate(pairs, 1):
-        a = {r.get("key"): r for r in first if r.get("arch") == arch}
-        b = {r.get("key"): r for r in second if r.get("arch") == arch}
-        for key in keys:
-            ra, rb = a.get(key), b.get(key)
-            if ra is None or rb is None or not (_finite(ra.get("value"))
-                                                and _finite(rb.get("value"))):
-                continue
-            if {ra.get("status"), rb.get("status")} - {"pass", "measured"}:
-                continue
-            if method_shape(ra.get("method", "")) != method_shape(rb.get("method", "")):
-                continue        # the code changed between the two runs: not noise
-            ba, bb = (board_of(r.get("provenance") or {}) for r in (ra, rb))
-            if not ba or ba != bb:
-                raise NoiseError(f"pair {i}: {key} was measured on {ba or '(no board)'} and "
-                                 f"{bb or '(no board)'}: a run-to-run noise needs two runs of "
-                                 f"one board")
-            va, vb = float(ra["value"]), float(rb["value"])
-            moves[key].setdefault(ba, []).append(round(abs(vb - va) / max(abs(va), 1e-300), 4))
-            dates |= {str((r.get("provenance") or {}).get("date", ""))[:10] for r in (ra, rb)}
-    return moves, dates - {""}
-
+# --- methods --------------------------------------------------------------------------------
 
 def method_shape(text) -> str:
     """A method's text with the numbers one run chose masked (the loop finder's trip count,
@@ -347,100 +266,3 @@ def method_shape(text) -> str:
     parts = re.split(r"(\[[^\]]*\]|\d+(?:\.\d+)?(?:/\d+(?:\.\d+)?)+)", str(text or ""))
     return "".join(part if i % 2 else re.sub(r"\d+(?:\.\d+)?", "#", part)
                    for i, part in enumerate(parts))
-
-
-def noisy_keys(pairs: list[tuple[list[dict], list[dict]]], arch: str) -> list[str]:
-    """The keys some pair of runs of one board moved by more than the nightly's own 1%:
-    those that need a declared noise."""
-    from .changes import NOISE_REL
-    keys = sorted({r.get("key") for first, _ in pairs for r in first
-                   if r.get("arch") == arch and r.get("key")})
-    moves, _ = pair_moves(pairs, arch, keys)
-    return [k for k in keys if any(m > NOISE_REL for ms in moves[k].values() for m in ms)]
-
-
-def board_pairs(runs: list[list[dict]]) -> list[tuple[list[dict], list[dict]]]:
-    """Consecutive runs of each board (the runs oldest first, one board each, as a history
-    store gives them): the pairs a run-to-run noise is measured from."""
-    last: dict[str, list[dict]] = {}
-    out = []
-    for results in runs:
-        boards = {board_of(r.get("provenance") or {}) for r in results} - {""}
-        if len(boards) != 1:
-            continue
-        b = boards.pop()
-        if b in last:
-            out.append((last[b], results))
-        last[b] = results
-    return out
-
-
-def noise_of(moves: list[float]) -> float:
-    """The declared noise of a figure from its measured moves: NOISE_SIGMAS x their RMS (a
-    move is the difference of two runs, so its RMS already holds both runs' scatter), never
-    below the largest move, rounded up to NOISE_STEP."""
-    rms = math.sqrt(sum(m * m for m in moves) / len(moves))
-    return round(math.ceil(max(NOISE_SIGMAS * rms, max(moves)) / NOISE_STEP - 1e-9)
-                 * NOISE_STEP, 4)
-
-
-def declare_noise(arch: str, pairs: list[tuple[list[dict], list[dict]]], keys: list[str], *,
-                  root: Path, device: str | None = None, complete: bool = False
-                  ) -> dict[str, str]:
-    """Write each key's run-to-run noise into its entry (the arch values or the `device`
-    section): `noise.boards` keeps every board's moves (the entry's, then this call's pairs:
-    give each pair once; with `complete`, the pairs are every run of their boards - a history
-    store's - and a board's moves replace its earlier ones, so a second call changes nothing),
-    `noise.rel` is noise_of() over all of them, `noise.source` says so.
-    A key with fewer than NOISE_MIN_MOVES moves, or whose moves stay within the nightly's own
-    1%, gets none (the entry is left as it was). Atomic per file, every other entry kept.
-    Returns key -> what was done."""
-    from .changes import NOISE_REL
-    moves, dates = pair_moves(pairs, arch, keys)
-    where = f"devices.{device}" if device else "characteristics"
-    by_file: dict[Path, dict[str, dict]] = {}
-    read: dict[Path, dict[str, dict]] = {}      # each file parsed once
-    said: dict[str, str] = {}
-    for key in keys:
-        path = file_for(key, arch, root)
-        if path not in read:
-            read[path] = section_entries(path, device)
-        old = read[path].get(key)
-        if old is None:
-            raise NoiseError(f"{path}: {key}: no entry under {where}; write its value first "
-                             f"(gpuchar-expectations update)")
-        boards = {str(b): [float(x) for x in (m if isinstance(m, list) else [m])] for b, m in
-                  ((old.get("noise") or {}).get("boards") or {}).items()}
-        for b, ms in moves[key].items():
-            if complete:
-                boards[b] = list(ms)
-            else:
-                boards.setdefault(b, []).extend(ms)
-        every = [m for ms in boards.values() for m in ms]
-        if len(every) < NOISE_MIN_MOVES:
-            said[key] = (f"{len(every)} move(s) measured, fewer than {NOISE_MIN_MOVES}: "
-                         f"left as it was")
-            continue
-        if max(every) <= NOISE_REL:
-            said[key] = (f"largest of {len(every)} moves {max(every):.2%}, within the "
-                         f"nightly's own {NOISE_REL:.0%}: no noise declared")
-            continue
-        rel = noise_of(every)
-        if rel > NOISE_MAX:
-            said[key] = (f"moves up to {max(every):.0%}: more than a relative noise can say "
-                         f"(at most {NOISE_MAX:.0%}; a figure near zero): left as it was")
-            continue
-        span = "" if not dates else f", runs of {min(dates)}" if len(dates) == 1 else \
-            f", runs of {min(dates)} to {max(dates)}"
-        n = f"{len(boards)} board{'s' if len(boards) != 1 else ''}"
-        entry = dict(old)
-        entry["noise"] = {
-            "rel": rel,
-            "source": f"{NOISE_SIGMAS} x the RMS of {len(every)} moves between two runs of "
-                      f"one board, {n} (noise.boards){span}",
-            "boards": dict(sorted(boards.items()))}
-        by_file.setdefault(path, {})[key] = entry
-        said[key] = (f"±{rel:.1%} ({len(every)} moves over {n}, largest {max(every):.2%})")
-    for path, entries in sorted(by_file.items()):
-        write_entries(path, entries, device)
-    return said

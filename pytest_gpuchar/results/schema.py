@@ -18,17 +18,20 @@ from ..core.topic import expectation_topics
 from . import parsed_cache
 from .literature import Literature, LiteratureError, from_mapping
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2          # 2: the contract form (noise {run, board}, modes, shared provenance)
 # Topic directories under ROOT (the topics with files of their own, core.topic.TOPICS); a key
 # "memory.latency.l1" lives in memory/<arch>.yaml.
 TOPICS = expectation_topics()
 TOP_KEYS = {"schema", "arch", "description", "sources", "characteristics", "mappings",
-            "devices", "provenance", "unmeasurable"}
+            "devices", "provenance", "unmeasurable", "methods"}
 UNMEASURABLE_KEYS = {"reason", "sass", "source", "compiler"}
 ENTRY_KEYS = {"value", "range", "one_of", "unit", "tolerance", "source", "method", "note",
-              "provenance", "status", "noise", "literature"}
-NOISE_KEYS = {"rel", "source", "boards"}
-NOISE_MAX = 0.5            # a declared run-to-run noise above 50% is a typo, not a figure
+              "provenance", "status", "noise", "modes", "literature"}
+# noise: the figure's noise model (results/noise.py), in the figure's unit, 1 sigma:
+# run = within-board run-to-run (absent: not measured; 0: exact), board = board to board;
+# grid: read off a power-of-two sweep (one step is its resolution)
+NOISE_KEYS = {"run", "board", "grid"}
+FLEET_SOURCE = "fleet"     # an entry derived from the model's fleet sample (file provenance)
 UNITS = {"cycles", "cycles/op", "instructions", "ratio", "bytes", "MHz", "flop/clk/SM",
          "ops/clk/SM", "B/clk/SM", "count", "bool", "error", "us", "ns", "fma/clk/SM",
          "ops/clk", "B/clk", "GB/s", "bits", "percent"}
@@ -51,17 +54,42 @@ class Expected:
     method: str = ""
     note: str = ""
     origin: str = ""          # file:line the entry came from
-    # the figure's declared run-to-run noise (relative) and where it was measured: moves
-    # within it between two runs of one board are notes in the nightly, not changes
-    noise_rel: float = 0.0
-    noise_source: str = ""
-    # a board-dependent figure: how many boards of the model its range spans
-    # (provenance.boards) and the rule that made the range from them (provenance.fleet.rule)
+    # the noise model (results/noise.py, results/gate.py): within-board run-to-run sigma
+    # (None: not measured; 0: exact), board-to-board sigma, read off a power-of-two sweep
+    sigma_run: float | None = None
+    sigma_board: float = 0.0
+    grid: bool = False
+    modes: tuple[float, ...] = ()
+    # a fleet-derived entry: how many boards of the model its sample holds (the file's
+    # provenance.samples) and when it was measured (provenance.date of an entry that has one)
     boards: int = 0
-    fleet_rule: str = ""
-    measured: str = ""        # when: provenance.date, or the newest of provenance.fleet.dates
+    measured: str = ""
     # published figures for the same characteristic (shown beside the result, never judged)
     literature: tuple[Literature, ...] = ()
+
+    @property
+    def noise_rel(self) -> float:
+        """The within-board sigma relative to the figure (0 when not measured or exact)."""
+        ref = self.value if self.value is not None else \
+            sum(self.range) / 2 if self.range is not None else None
+        if not self.sigma_run or not ref:
+            return 0.0
+        return self.sigma_run / abs(ref)
+
+    @property
+    def noise_source(self) -> str:
+        if self.sigma_run is None:
+            return ""
+        return ("exact: every run of every sampled board read it" if self.sigma_run == 0 else
+                f"within-board sigma {self.sigma_run:g} {self.unit}, board-to-board "
+                f"{self.sigma_board:g}")
+
+    def noise(self) -> dict:
+        """The noise model as a result carries it to the nightly's change question."""
+        if self.sigma_run is None:
+            return {}
+        return {"run": self.sigma_run, "board": self.sigma_board, "exact": self.sigma_run == 0,
+                "grid": self.grid}
 
     @property
     def numeric(self) -> bool:
@@ -89,13 +117,14 @@ class Expected:
         if self.rel_tol:
             tol.append(f"±{self.rel_tol:.0%}")
         t = f" ({' or '.join(tol)})" if tol else ""
+        over = f" over {self.boards} boards" if self.boards > 1 else \
+            " (fleet)" if self.source == FLEET_SOURCE else ""
         if self.range is not None:
-            over = f" over {self.boards} boards" if self.boards > 1 else ""
             return f"{self.range[0]:g}-{self.range[1]:g} {self.unit}{t}{over}"
         if self.one_of is not None:
             return f"one of {', '.join(f'{v:g}' for v in self.one_of)} {self.unit}{t}"
         if self.value is not None:
-            return f"{self.value:g} {self.unit}{t}"
+            return f"{self.value:g} {self.unit}{t}{over}"
         return f"(no numeric value: {self.note or 'see source'})"
 
     def deviation(self, measured: float) -> float | None:
@@ -200,12 +229,17 @@ def _construct(node):
         _CONSTRUCTOR.recursive_objects.clear()
 
 
-def _entry(path: Path, key: str, node, key_node=None) -> Expected:
+def _entry(path: Path, key: str, node, key_node=None, base: Expected | None = None,
+           samples: dict[str, int] | None = None, device: str = "") -> Expected:
+    """One entry. A device entry takes the unit, method and note of the file's arch entry of
+    the same key (`base`) unless it gives its own; a fleet-derived one (source: fleet) the
+    number of boards of its model's sample (`samples`, from the file's provenance)."""
     fields = _fields(path, node, key, ENTRY_KEYS)
     at = key_node if key_node is not None else node   # "missing ..." errors point at the key
-    if "unit" not in fields:
-        raise _err(path, at, key, "missing 'unit'")
-    unit = _construct(fields["unit"][1])
+    if "unit" not in fields and base is None:
+        raise _err(path, at, key, "missing 'unit'" + (" (no arch entry of this key to take it "
+                                                      "from)" if device else ""))
+    unit = _construct(fields["unit"][1]) if "unit" in fields else base.unit
     if unit not in UNITS:
         raise _err(path, fields["unit"][1], f"{key}.unit",
                    f"unknown unit {unit!r}; one of {', '.join(sorted(UNITS))}")
@@ -246,49 +280,41 @@ def _entry(path: Path, key: str, node, key_node=None) -> Expected:
                 rel_tol = v
     elif numeric and rng is None:
         raise _err(path, at, key, "missing 'tolerance' (abs and/or rel)")
-    if value is None and not numeric and "note" not in fields:
-        raise _err(path, at, key, "value: null needs a 'note' saying why")
-    noise_rel, noise_source = _noise(path, key, fields["noise"]) if "noise" in fields \
-        else (0.0, "")
     text = {k: str(_construct(fields[k][1])) for k in ("source", "method", "note") if k in fields}
+    if base is not None:
+        for k, inherited in (("method", base.method), ("note", base.note)):
+            if inherited and k not in text:
+                text[k] = inherited
+    if value is None and not numeric and "note" not in text:
+        raise _err(path, at, key, "value: null needs a 'note' saying why")
     if "source" not in text:
         raise _err(path, at, key, "missing 'source'")
-    boards, rule, measured = _fleet(path, key, fields["provenance"]) \
-        if "provenance" in fields else (0, "", "")
+    sigma_run, sigma_board, grid = _noise(path, key, fields["noise"]) if "noise" in fields \
+        else (None, 0.0, False)
+    modes = ()
+    if "modes" in fields:
+        n = fields["modes"][1]
+        if not isinstance(n, yaml.SequenceNode) or len(n.value) < 2:
+            raise _err(path, n, f"{key}.modes", "expected a list of two or more numbers")
+        modes = tuple(_number(path, x, f"{key}.modes") for x in n.value)
+    measured = _measured(path, key, fields["provenance"]) if "provenance" in fields else ""
+    boards = (samples or {}).get(device, 0) if text["source"] == FLEET_SOURCE else 0
     lit = _literature(path, key, fields["literature"][1], unit) if "literature" in fields \
         else ()
     return Expected(key, unit, value, rng, one_of, abs_tol, rel_tol, text.get("source", ""),
                     text.get("method", ""), text.get("note", ""),
-                    f"{path}:{node.start_mark.line + 1}", noise_rel, noise_source,
-                    boards=boards, fleet_rule=rule, measured=measured, literature=lit)
+                    f"{path}:{node.start_mark.line + 1}", sigma_run, sigma_board, grid, modes,
+                    boards=boards, measured=measured, literature=lit)
 
 
-def _fleet(path: Path, key: str, pair) -> tuple[int, str, str]:
-    """The boards an entry's range spans (`provenance.boards`: board -> its value), the
-    rule that made the range (`provenance.fleet.rule`) and when it was measured
-    (`provenance.date`, else the last of `provenance.fleet.dates`); the rest is free."""
+def _measured(path: Path, key: str, pair) -> str:
+    """When an entry with provenance of its own was measured (`provenance.date`); the rest of
+    an entry's provenance is free (the file's provenance is shared by its entries)."""
     kn, node = pair
     if not isinstance(node, yaml.MappingNode):
         raise _err(path, node, f"{key}.provenance", "expected a mapping")
-    prov = {k: (kkn, v) for k, kkn, v in _mapping_items(path, node, f"{key}.provenance")}
-    n = 0
-    if "boards" in prov:
-        for b, bkn, bv in _mapping_items(path, prov["boards"][1], f"{key}.provenance.boards"):
-            _number(path, bv, f"{key}.provenance.boards.{b}")
-            n += 1
-    rule = measured = ""
-    if "fleet" in prov:
-        fleet = {k: v for k, _, v in _mapping_items(path, prov["fleet"][1],
-                                                   f"{key}.provenance.fleet")}
-        if "rule" not in fleet:
-            raise _err(path, prov["fleet"][1], f"{key}.provenance.fleet", "missing 'rule'")
-        rule = str(_construct(fleet["rule"]))
-        dates = _construct(fleet["dates"]) if "dates" in fleet else None
-        if isinstance(dates, list) and dates:
-            measured = str(dates[-1])
-    if "date" in prov:
-        measured = str(_construct(prov["date"][1]))
-    return n, rule, measured
+    prov = {k: v for k, _, v in _mapping_items(path, node, f"{key}.provenance")}
+    return str(_construct(prov["date"])) if "date" in prov else ""
 
 
 def _literature(path: Path, key: str, node, unit: str) -> tuple[Literature, ...]:
@@ -306,25 +332,25 @@ def _literature(path: Path, key: str, node, unit: str) -> tuple[Literature, ...]
     return tuple(out)
 
 
-def _noise(path: Path, key: str, pair) -> tuple[float, str]:
-    """An entry's `noise: {rel, source, boards}`: how far two runs of one board move this
-    figure apart (rel, relative; declare_noise derives it from the moves in `boards`, board ->
-    list of moves) and where that was measured (source)."""
+def _noise(path: Path, key: str, pair) -> tuple[float | None, float, bool]:
+    """An entry's `noise: {run, board, grid}`: the within-board run-to-run sigma and the
+    board-to-board sigma in the figure's unit (results/noise.py), and whether the figure is
+    read off a power-of-two sweep."""
     kn, node = pair
     fields = _fields(path, node, f"{key}.noise", NOISE_KEYS)
-    for need in ("rel", "source"):
-        if need not in fields:
-            raise _err(path, kn, f"{key}.noise", f"missing '{need}'")
-    rel = _number(path, fields["rel"][1], f"{key}.noise.rel")
-    if not 0 < rel <= NOISE_MAX:
-        raise _err(path, fields["rel"][1], f"{key}.noise.rel",
-                   f"must be in (0, {NOISE_MAX:g}], got {rel:g}")
-    if "boards" in fields:
-        for b, bkn, bv in _mapping_items(path, fields["boards"][1], f"{key}.noise.boards"):
-            for x in (bv.value if isinstance(bv, yaml.SequenceNode) else [bv]):
-                if _number(path, x, f"{key}.noise.boards.{b}") < 0:
-                    raise _err(path, x, f"{key}.noise.boards.{b}", "must be >= 0")
-    return rel, str(_construct(fields["source"][1]))
+    if "rel" in fields or "source" in fields:      # unreachable: NOISE_KEYS refuses them
+        raise _err(path, kn, f"{key}.noise", "the schema-1 form")
+    out = []
+    for name in ("run", "board"):
+        if name not in fields:
+            out.append(None if name == "run" else 0.0)
+            continue
+        v = _number(path, fields[name][1], f"{key}.noise.{name}")
+        if v < 0:
+            raise _err(path, fields[name][1], f"{key}.noise.{name}", "must be >= 0")
+        out.append(v)
+    grid = bool(_construct(fields["grid"][1])) if "grid" in fields else False
+    return out[0], out[1], grid
 
 
 MAX_FILE_BYTES = 4 * 2**20     # an expectation file is a few hundred KB at most
@@ -389,7 +415,9 @@ def parse(text: str, path: Path) -> ArchExpectations:
             raise _err(path, root, req, "missing")
     schema = _construct(top["schema"][1])
     if schema != SCHEMA_VERSION:
-        raise _err(path, top["schema"][1], "schema", f"unsupported version {schema!r}")
+        raise _err(path, top["schema"][1], "schema",
+                   f"unsupported version {schema!r}; this suite reads schema {SCHEMA_VERSION} "
+                   f"(docs/nightly.md, 'The expectation files')")
     arch_node = top["arch"][1]
     arch = _construct(arch_node)
     try:
@@ -414,6 +442,11 @@ def parse(text: str, path: Path) -> ArchExpectations:
             if not isinstance(m, dict) or "paper" not in m and "sass" not in m:
                 raise _err(path, v, f"mappings.{k}", "expected a mapping with 'paper' and/or 'sass'")
             mappings[k] = m
+    samples = _samples(path, top["provenance"][1]) if "provenance" in top else {}
+    if "methods" in top:      # texts the entries share, each named by a YAML anchor
+        for name, _, v in _mapping_items(path, top["methods"][1], "methods"):
+            if not isinstance(_construct(v), str):
+                raise _err(path, v, f"methods.{name}", "expected a method's text")
     devices = {}
     if "devices" in top:
         for dname, _, dnode in _mapping_items(path, top["devices"][1], "devices"):
@@ -422,12 +455,32 @@ def parse(text: str, path: Path) -> ArchExpectations:
                 if sk != "characteristics":
                     raise _err(path, skn, f"devices.{dname}.{sk}", "allowed: characteristics")
                 for k, kn, v in _mapping_items(path, sv, f"devices.{dname}.characteristics"):
-                    dd[k] = _entry(path, f"devices.{dname}.{k}", v, kn)
+                    e = _entry(path, f"devices.{dname}.{k}", v, kn, chars.get(k), samples,
+                               dname)
+                    dd[k] = replace(e, key=k)
             devices[dname] = dd
     sources = _construct(top["sources"][1]) if "sources" in top else {}
     unmeasurable = _unmeasurable(path, top["unmeasurable"][1]) if "unmeasurable" in top else {}
     return ArchExpectations(arch, path, chars, mappings, devices, sources or {}, raw,
                             unmeasurable)
+
+
+def _samples(path: Path, node) -> dict[str, int]:
+    """The file's `provenance.samples`: model -> {boards, runs, dates, sample, export}, the
+    fleet sample its fleet-derived entries come from; model -> its number of boards."""
+    if not isinstance(node, yaml.MappingNode):
+        raise _err(path, node, "provenance", "expected a mapping")
+    top = {k: v for k, _, v in _mapping_items(path, node, "provenance")}
+    if "samples" not in top:
+        return {}
+    out = {}
+    for model, _, v in _mapping_items(path, top["samples"], "provenance.samples"):
+        fields = {k: vv for k, _, vv in _mapping_items(path, v, f"provenance.samples.{model}")}
+        if "boards" not in fields:
+            raise _err(path, v, f"provenance.samples.{model}", "missing 'boards'")
+        n = _number(path, fields["boards"], f"provenance.samples.{model}.boards")
+        out[model] = int(n)
+    return out
 
 
 def _unmeasurable(path: Path, node) -> dict[str, Unmeasurable]:

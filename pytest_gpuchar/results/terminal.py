@@ -225,10 +225,19 @@ def _acceptance(tr, acc: dict | None) -> None:
     done, refused = acc["accepted"], acc["refused"]
     _line(tr, f"expectations accepted ({acc['level']} level): {len(done)}; refused: "
               f"{len(refused)}")
+    for s in acc.get("samples") or []:
+        _line(tr, f"  {s['arch']} {s['device']}: fleet sample ({s['fleet']}) of {s['boards']} "
+                  f"boards, {s['runs']} runs ({s['sample']}, {s['export']}): {s['rewritten']} "
+                  f"entries rewritten, {s['unchanged']} unchanged")
     for a in done[:MAX_LISTED]:
-        tol = ", ".join(f"{k} {v:g}" for k, v in a["tolerance"].items())
-        _line(tr, f"  {a['arch']} {a['key']}: {_figure(a['old'])} -> {_figure(a['new'])} "
-                  f"{a['unit']} (tolerance {tol}) [{a['device']}]")
+        if isinstance(a["tolerance"], dict):
+            tol = " (tolerance " + ", ".join(f"{k} {v:g}" for k, v in a["tolerance"].items()) \
+                + ")"
+            _line(tr, f"  {a['arch']} {a['key']}: {_figure(a['old'])} -> {_figure(a['new'])} "
+                      f"{a['unit']}{tol} [{a['device']}]")
+        else:
+            _line(tr, f"  {a['arch']} {a['key']}: {a['old'] or '(none)'} -> {a['new']} "
+                      f"[{a['device']}]")
     if len(done) > MAX_LISTED:
         _line(tr, f"  ... {len(done) - MAX_LISTED} more in the report")
     for why, n in Counter(r["why"] for r in refused).most_common(10):

@@ -80,30 +80,54 @@ def _section(lines: list[str], path: list[str]) -> tuple[int, int, int]:
     return lo - 1, hi, indent
 
 
+ONE_LINE = 160      # an entry that fits in this many characters is written on one line
+
+
+def _scalar(v) -> str:
+    return yaml.safe_dump(v, width=10**9, allow_unicode=True).strip().removesuffix("...") \
+        .strip()
+
+
 def render_entry(key: str, entry: dict, indent: int) -> list[str]:
-    text = yaml.safe_dump({key: entry}, sort_keys=False, width=100, allow_unicode=True,
-                          default_flow_style=False)
+    """An entry as YAML lines: on one line (a flow mapping) when it fits in ONE_LINE
+    characters, else a block whose plain lists and mappings are written inline."""
+    flat = yaml.safe_dump(entry, sort_keys=False, width=10**9, allow_unicode=True,
+                          default_flow_style=True).strip()
+    line = f"{' ' * indent}{_scalar(key)}: {flat}"
+    if len(line) <= ONE_LINE and "\n" not in flat:
+        return [line]
+    text = yaml.safe_dump({key: entry}, sort_keys=False, width=10**9, allow_unicode=True,
+                          default_flow_style=None)
     return [" " * indent + ln if ln else ln for ln in text.rstrip("\n").split("\n")]
 
 
 def set_entries(text: str, path: list[str], entries: dict[str, dict]) -> str:
     """`text` with each key of `entries` replaced (in place) or added (at the end of the
-    mapping at `path`, e.g. ["characteristics"] or ["devices", NAME, "characteristics"])."""
+    mapping at `path`, e.g. ["characteristics"] or ["devices", NAME, "characteristics"]).
+    The section is read once: its children's blocks are found in one pass and replaced from
+    the last to the first."""
     lines = text.split("\n")
     trailing = lines[-1] == ""
     if trailing:
         lines.pop()
-    for key, entry in entries.items():
-        head, end, indent = _section(lines, path)
-        child = indent + 2
-        hit = _find_child(lines, head + 1, end, key)
-        if hit is not None:
-            i, child = hit
-            lines[i:_block_end(lines, i, child)] = render_entry(key, entry, child)
-        else:
-            first = next((_key_of(lines[j]) for j in range(head + 1, end)
-                          if _key_of(lines[j])), None)
-            if first:
-                child = first[0]
-            lines[end:end] = render_entry(key, entry, child)
+    if not entries:
+        return "\n".join(lines) + ("\n" if trailing else "")
+    head, end, indent = _section(lines, path)
+    children: dict[str, tuple[int, int, int]] = {}
+    child_indent = None
+    for i in range(head + 1, end):
+        k = _key_of(lines[i])
+        if k is None:
+            continue
+        if child_indent is None:
+            child_indent = k[0]
+        if k[0] == child_indent:
+            children[k[1]] = (i, _block_end(lines, i, k[0]), k[0])
+    child = child_indent if child_indent is not None else indent + 2
+    new = [k for k in entries if k not in children]
+    tail = [ln for k in new for ln in render_entry(k, entries[k], child)]
+    lines[end:end] = tail
+    for key, (i, j, ind) in sorted(((k, children[k]) for k in entries if k in children),
+                                   key=lambda kv: -kv[1][0]):
+        lines[i:j] = render_entry(key, entries[key], ind)
     return "\n".join(lines) + ("\n" if trailing else "")

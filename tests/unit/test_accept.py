@@ -30,7 +30,7 @@ def pytest_configure(config):
 
 EXPECTED = """\
 # the arch's file: comments and order must survive an acceptance
-schema: 1
+schema: 2
 arch: sm_90
 characteristics:
   # a measured entry
@@ -75,11 +75,19 @@ def test_spec_bar(arch, gpu, hardware_row):
 """
 
 
+def with_uuid(conftest: str) -> str:
+    """The fake GPU with a board UUID of this test's own (a measuring process claims its GPU's,
+    core/gpuclaim.py; a fleet sample counts boards by UUID)."""
+    return conftest.replace('"580.159.04", "13.0", "13.0")',
+                            f'"580.159.04", "13.0", "13.0", uuid="GPU-064f5149-0000-0000-0000-'
+                            f'{secrets.token_hex(6)}")')
+
+
 @pytest.fixture
 def run(pytester):
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
-    pytester.makeconftest(FAKE_GPU)
+    pytester.makeconftest(with_uuid(FAKE_GPU))
     pytester.makepyfile(test_hw=TESTS)
 
     def _run(*args):
@@ -91,7 +99,11 @@ def run(pytester):
     return _run
 
 
-def test_accepted_values_are_written_per_device_and_everything_else_kept(run):
+def test_accepted_values_are_written_per_device_and_everything_else_kept(run, pytester):
+    """A board's first acceptance: it starts its model's fleet sample (results/sm_90/fleet/
+    sample.jsonl.gz beside expectations/), and the device entries come from it: one board is
+    judged as its own later nights."""
+    from pytest_gpuchar.results import sample as S
     result, doc, text = run("--snapshot-update")
     acc = doc["meta"]["acceptance"]
     assert sorted(a["key"] for a in acc["accepted"]) == ["latency.a", "latency.b"]
@@ -99,15 +111,20 @@ def test_accepted_values_are_written_per_device_and_everything_else_kept(run):
     assert why["latency.c"] == "status unstable"
     assert why["latency.d"].startswith("the test failed: ")
     assert "SPEC's bar" in why["throughput.peak_fraction.dfma"]
-    assert text.startswith(EXPECTED)             # the arch values and comments byte for byte
+    assert text.startswith(EXPECTED.split("characteristics:")[0])   # the head kept
+    assert EXPECTED.split("characteristics:")[1] in text             # the arch values too
     e = E.parse(text, E.Path("sm_90.yaml"))
     dev = e.devices["FAKE H200"]
     assert (dev["latency.a"].value, dev["latency.b"].value) == (4.5, 9.0)
-    assert (dev["latency.a"].abs_tol, dev["latency.a"].rel_tol) == (1.0, 0.1)  # kept
+    assert dev["latency.a"].source == "fleet" and dev["latency.a"].unit == "cycles/op"
     assert "latency.c" not in dev and "latency.d" not in dev
     assert "throughput.peak_fraction.dfma" not in text
+    [sample] = S.read(pytester.path / "results" / "sm_90" / "fleet" / "sample.jsonl.gz")
+    assert sample["meta"]["uuid"].startswith("GPU-064f5149")
+    assert {r["key"] for r in sample["results"]} >= {"latency.a", "latency.b"}
     result.stdout.fnmatch_lines(["*expectations accepted (device level): 2; refused: 3*",
-                                 "*latency.a: 4 -> 4.5 cycles/op (tolerance abs 1, rel 0.1)*",
+                                 "*FAKE H200: fleet sample (extend) of 1 boards, 1 runs*",
+                                 "*latency.a: 4 cycles/op*-> 4.5 cycles/op*",
                                  "*refused 1: status unstable*"])
 
 
@@ -123,8 +140,9 @@ def test_arch_level_keeps_comments_and_order(run):
     lines = text.splitlines()
     assert lines[0] == "# the arch's file: comments and order must survive an acceptance"
     assert "  # a measured entry" in lines
-    a = lines.index("  latency.a:")
-    assert lines[a + 1] == "    value: 4.5"
+    [a] = [ln for ln in lines if ln.startswith("  latency.a:")]    # one line: it fits
+    assert E.parse(text, E.Path("sm_90.yaml")).get("latency.a").value == 4.5
+    assert "value: 4.5" in a
     assert text[text.index("  latency.b:"):] == EXPECTED[EXPECTED.index("  latency.b:"):]
 
 
@@ -178,7 +196,7 @@ def test_an_entry_that_would_break_the_file_is_never_written(tmp_path):
 
 def test_yaml_edit_replaces_in_place_and_appends_new_keys():
     text = textwrap.dedent("""\
-        schema: 1
+        schema: 2
         arch: sm_90
         characteristics:
           a.x:   # first
@@ -188,12 +206,13 @@ def test_yaml_edit_replaces_in_place_and_appends_new_keys():
         """)
     out = yamledit.set_entries(text, ["characteristics"], {"a.x": {"value": 3},
                                                            "c.z": {"value": 4}})
-    assert out == text.replace("  a.x:   # first\n    value: 1\n", "  a.x:\n    value: 3\n") \
-        + "  c.z:\n    value: 4\n"
+    # an entry that fits in a line is written on one (yamledit.ONE_LINE)
+    assert out == text.replace("  a.x:   # first\n    value: 1\n", "  a.x: {value: 3}\n") \
+        + "  c.z: {value: 4}\n"
 
 
 FLEET = """\
-schema: 1
+schema: 2
 arch: sm_90
 characteristics:
   latency.a:
@@ -201,65 +220,61 @@ characteristics:
     unit: cycles/op
     tolerance: {abs: 1, rel: 0.1}
     source: measured 2026-11-01 on FAKE H200
-devices:
-  FAKE H200:
-    characteristics:
-      latency.a:
-        range: [4.1, 4.3]
-        unit: cycles/op
-        tolerance: {abs: 0.5}
-        source: measured 2026-11-23 on FAKE H200; 2 boards (provenance.boards)
-        provenance:
-          uuid: GPU-d5b5446f-a262-5ac0-2c5e-b67b1edbc94d
-          boards: {GPU-c0d1af1c: 4.1, GPU-d5b5446f: 4.3}
-          fleet: {rule: the test's rule, boards: 2, dates: ['2026-11-23', '2026-11-23']}
 """
+
+
+def _sample_of_three(path):
+    """A committed sample: three boards of FAKE H200, two runs each, latency.a 4.1-4.3."""
+    from pytest_gpuchar.results import sample as S
+    from pytest_gpuchar.results.noise import Run
+    docs = []
+    for i, (board, v) in enumerate((("GPU-aaaaaaaa-1", 4.1), ("GPU-bbbbbbbb-2", 4.2),
+                                    ("GPU-cccccccc-3", 4.3))):
+        for night, dv in enumerate((0.0, 0.01)):
+            res = {"latency.a": {"key": "latency.a", "status": "pass", "value": v + dv,
+                                 "unit": "cycles/op", "spread": 0.02, "method": ""}}
+            docs.append(S.run_doc(Run(board, "FAKE H200", "sm_90", 132,
+                                      f"2026-11-2{i}T0{night}:00:00+00:00", res)))
+    path.parent.mkdir(parents=True)
+    S.write(path, docs)
+    return docs
 
 
 @pytest.fixture
 def fleet_run(pytester):
-    """A board not in the model's fleet (GPU-064f5149) accepting its figure."""
+    """A board not in the model's fleet sample (GPU-064f5149) accepting its figure."""
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(FLEET)
-    # (a UUID of this test's own: a measuring process claims its GPU's, core/gpuclaim.py)
-    pytester.makeconftest(FAKE_GPU.replace(
-        '"580.159.04", "13.0", "13.0")',
-        f'"580.159.04", "13.0", "13.0", uuid="GPU-064f5149-0000-0000-0000-'
-        f'{secrets.token_hex(6)}")'))
+    sample = pytester.path / "results" / "sm_90" / "fleet" / "sample.jsonl.gz"
+    _sample_of_three(sample)
+    pytester.makeconftest(with_uuid(FAKE_GPU))
     pytester.makepyfile(test_hw=TESTS)
 
     def _run(*args):
+        from pytest_gpuchar.results import sample as S
         pytester.runpytest_subprocess("--gpu-arch=sm_90", "-p", "no:cacheprovider",
                                       "--snapshot-update", "-k", "test_ok", *args)
         text = (pytester.path / "expectations" / "sm_90.yaml").read_text()
-        return E.parse(text, E.Path("sm_90.yaml")), yamledit_data(text)
+        return E.parse(text, E.Path("sm_90.yaml")), S.read(sample)
     return _run
-
-
-def yamledit_data(text):
-    import yaml
-    return yaml.safe_load(text)["devices"]["FAKE H200"]["characteristics"]["latency.a"]
 
 
 def test_accepting_a_board_adds_it_to_the_fleet_and_keeps_the_others(fleet_run):
     """Issue 29: --snapshot-update on one board replaced a two-board range by that board's
-    figure and dropped the others. It now adds the board: the range spans all three, the
-    other boards' figures, the tolerance and the fleet's rule are kept."""
-    e, raw = fleet_run()
+    figure and dropped the others. It now adds the board to the model's sample (every other
+    board's runs kept) and derives the entry from all four."""
+    e, docs = fleet_run()
     a = e.devices["FAKE H200"]["latency.a"]
-    assert a.range == (4.1, 4.5) and a.boards == 3 and a.abs_tol == 0.5
-    assert raw["provenance"]["boards"] == {"GPU-064f5149": 4.5, "GPU-c0d1af1c": 4.1,
-                                           "GPU-d5b5446f": 4.3}
-    assert raw["provenance"]["fleet"]["rule"] == "the test's rule"
-    assert raw["provenance"]["fleet"]["boards"] == 3
-    assert "over 3 boards" in a.describe()
+    assert a.range[0] == 4.1 and a.range[1] == 4.5 and a.source == "fleet"
+    assert len(docs) == 7 and len({d["meta"]["uuid"] for d in docs}) == 4
+    assert "over 4 boards" in a.describe()
 
 
 def test_replacing_the_models_range_is_an_explicit_choice(fleet_run):
-    e, raw = fleet_run("--gpuchar-accept-fleet=replace")
+    e, docs = fleet_run("--gpuchar-accept-fleet=replace")
     a = e.devices["FAKE H200"]["latency.a"]
-    assert a.value == 4.5 and a.range is None and a.boards == 0
-    assert "boards" not in raw["provenance"]
+    assert a.value == 4.5 and a.range is None and a.boards == 1
+    assert [d["meta"]["uuid"][:12] for d in docs] == ["GPU-064f5149"]
 
 
 NOTED = """

@@ -45,7 +45,7 @@ def test_a_broken_run_deletes_no_snapshot(pytester, no_gpu):
 def test_a_bad_expectation_file_is_one_usage_error_before_any_test(pytester, no_gpu):
     root = pytester.path / "expectations"
     root.mkdir()
-    (root / "sm_80.yaml").write_text("schema: 1\narch: sm_80\ncharacteristics:\n"
+    (root / "sm_80.yaml").write_text("schema: 2\narch: sm_80\ncharacteristics:\n"
                                      "  latency.x:\n\tvalue: 4\n")
     pytester.makepyfile("def test_a(arch): pass\ndef test_b(arch): pass\n")
     result = pytester.runpytest("--gpu-arch=sm_80")

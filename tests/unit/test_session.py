@@ -85,7 +85,7 @@ class _Valid(Probe):
         return "ok"
 
 
-DECLARED = """schema: 1
+DECLARED = """schema: 2
 arch: sm_90
 unmeasurable:
   cpi/setp.ne.s32:
@@ -129,7 +129,7 @@ def test_a_declaration_for_one_compiler_leaves_the_others_alone(tmp_path):
         s.verify(bad, {}, "ptxas-13.5.37")
 
 
-FIGURE = """schema: 1
+FIGURE = """schema: 2
 arch: sm_90
 unmeasurable:
   numerics.fasi.e4m3_f32.rounding_c_rn:

@@ -70,7 +70,7 @@ def test_expectation_update_keeps_the_files_mode(tmp_path, umask, capsys):
     umask(0o022)
     f = tmp_path / "exp" / "sm_80.yaml"
     f.parent.mkdir()
-    f.write_text("schema: 1\narch: sm_80\ncharacteristics:\n  latency.add.u32:\n"
+    f.write_text("schema: 2\narch: sm_80\ncharacteristics:\n  latency.add.u32:\n"
                  "    value: 4\n    unit: cycles\n    tolerance: {abs: 1}\n    source: paper\n")
     f.chmod(0o644)
     res = tmp_path / "run.json"

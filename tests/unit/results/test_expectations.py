@@ -13,7 +13,7 @@ from pytest_gpuchar.cli import expectations as cli
 from pytest_gpuchar.results import expectations as E
 from pytest_gpuchar.results.expectations import ExpectationError, Expected
 
-HEAD = "schema: 1\narch: sm_80\n"
+HEAD = "schema: 2\narch: sm_80\n"
 
 GOOD = HEAD + """\
 provenance: {transcribed: "by hand, 2024"}
@@ -159,7 +159,7 @@ def test_boolean_is_not_a_number(tmp_path):
 
 
 def test_unknown_arch(tmp_path):
-    text = "schema: 1\narch: sm_99\ncharacteristics: {}\n"
+    text = "schema: 2\narch: sm_99\ncharacteristics: {}\n"
     p = write(tmp_path, text)
     msg = load_error(p)
     assert msg.startswith(f"{p}:2: arch:")
@@ -167,7 +167,7 @@ def test_unknown_arch(tmp_path):
 
 
 def test_arch_must_match_file_name(tmp_path):
-    text = "schema: 1\narch: sm_86\n"
+    text = "schema: 2\narch: sm_86\n"
     msg = load_error(write(tmp_path, text))
     assert ":2: arch:" in msg and "sm_80.yaml" in msg
 
@@ -330,57 +330,9 @@ def test_update_keeps_other_entries_archs_and_provenance(tmp_path):
         assert e.get(k) is None
     raw = yaml.safe_load(path.read_text())
     assert raw["provenance"] == {"transcribed": "by hand, 2024"}   # the file's own
-    entry_prov = raw["characteristics"]["latency.add.u32"]["provenance"]
-    assert entry_prov["driver"] == "580.95.05" and entry_prov["device"] == PROV["device"]
+    # the run's provenance is the history store's and the file's, never a block per entry
+    assert "provenance" not in raw["characteristics"]["latency.add.u32"]
     assert "2025-01-02" in add.source and PROV["device"] in add.source
-
-
-def test_update_device_section(tmp_path):
-    path = write(tmp_path, GOOD)
-    E.update_from_results(path, [result("cache.l2", 250.0, unit="cycles")],
-                          device="NVIDIA A100-PCIE-40GB")
-    e = E.load_file(path)
-    assert e.get("cache.l2", "NVIDIA A100-PCIE-40GB").value == 250.0
-    assert e.get("cache.l2").range == (190.0, 235.0)
-    assert e.get("cache.l2", "NVIDIA A100-SXM4-40GB").value == 210.0
-
-
-def test_fleet_update_spans_every_board_of_a_model(tmp_path):
-    """Two H100 boards read the cluster barrier 757 and 683 cycles: with --fleet the model's
-    entry is the range of its boards (each board's latest value kept by UUID), judged with
-    the entry's tolerance at either end; the same board again replaces its own value."""
-    path = write(tmp_path, GOOD)
-    dev = "NVIDIA A100-SXM4-40GB"
-
-    def board(uuid, value):
-        return result("cache.l2", value, unit="cycles", provenance={**PROV, "uuid": uuid})
-    E.update_from_results(path, [board("GPU-aaaaaaaa-1111", 757.0)], device=dev, fleet=True)
-    e = E.load_file(path).get("cache.l2", dev)
-    assert (e.value, e.range) == (757.0, None)
-    E.update_from_results(path, [board("GPU-bbbbbbbb-2222", 683.0)], device=dev, fleet=True)
-    e = E.load_file(path).get("cache.l2", dev)
-    assert e.value is None and e.range == (683.0, 757.0) and e.check(690) and e.check(750)
-    assert "2 boards" in e.source
-    E.update_from_results(path, [board("GPU-bbbbbbbb-2222", 700.0)], device=dev, fleet=True)
-    raw = yaml.safe_load(path.read_text())["devices"][dev]["characteristics"]["cache.l2"]
-    assert raw["range"] == [700.0, 757.0]
-    assert raw["provenance"]["boards"] == {"GPU-aaaaaaaa": 757.0, "GPU-bbbbbbbb": 700.0}
-    # without --fleet the board's own value replaces the range
-    E.update_from_results(path, [board("GPU-cccccccc-3333", 650.0)], device=dev)
-    e = E.load_file(path).get("cache.l2", dev)
-    assert (e.value, e.range) == (650.0, None)
-
-
-def test_a_fleet_entry_counts_an_older_entry_as_its_board(tmp_path):
-    path = write(tmp_path, GOOD)
-    dev = "NVIDIA A100-SXM4-40GB"
-    E.update_from_results(path, [result("cache.l2", 214.0, unit="cycles",
-                                        provenance={**PROV, "uuid": "GPU-aaaaaaaa-1"})],
-                          device=dev)
-    E.update_from_results(path, [result("cache.l2", 205.0, unit="cycles",
-                                        provenance={**PROV, "uuid": "GPU-bbbbbbbb-2"})],
-                          device=dev, fleet=True)
-    assert E.load_file(path).get("cache.l2", dev).range == (205.0, 214.0)
 
 
 def test_update_only_selected_keys(tmp_path):
@@ -443,12 +395,6 @@ def test_cli_update(tmp_path, capsys):
                    "--root", str(tmp_path)]) == 0
     assert "wrote 1 values" in capsys.readouterr().out
     assert E.load_file(path).get("latency.add.u32").value == 4.25
-    # --fleet spans a model's boards: without --device it names what it needs, writes nothing
-    before = path.read_text()
-    assert cli.main(["update", "--results", str(report), "--arch", "80", "--fleet",
-                     "--root", str(tmp_path)]) == 2
-    assert "--fleet needs --device" in capsys.readouterr().err
-    assert path.read_text() == before
 
 
 # --- topic files: expectations/<topic>/<arch>.yaml -----------------------------------------
@@ -471,7 +417,7 @@ def test_topic_files_merge_into_the_arch(tmp_path):
 
 def test_topic_file_alone_is_enough(tmp_path):
     (tmp_path / "tensor").mkdir()
-    write(tmp_path / "tensor", "schema: 1\narch: sm_75\n" + topic_entry("tensor.x"), "sm_75.yaml")
+    write(tmp_path / "tensor", "schema: 2\narch: sm_75\n" + topic_entry("tensor.x"), "sm_75.yaml")
     assert E.load("sm_75", tmp_path).get("tensor.x").value == 30.0
     assert E.load("sm_61", tmp_path) is None
 
@@ -630,13 +576,13 @@ def test_update_never_writes_a_non_finite_value(tmp_path, bad):
 
 def test_a_nan_value_in_a_file_is_one_clear_error(tmp_path):
     path = tmp_path / "sm_90.yaml"
-    path.write_text("schema: 1\narch: sm_90\ncharacteristics:\n"
+    path.write_text("schema: 2\narch: sm_90\ncharacteristics:\n"
                     "  latency.add.u32: {value: .nan, unit: cycles}\n")
     with pytest.raises(E.ExpectationError, match=r"sm_90.yaml.*latency.add.u32.value.*finite"):
         E.load_file(path)
 
 
-# --- declared run-to-run noise ---------------------------------------------------------------
+# --- the noise model in an entry ----------------------------------------------------------
 
 NOISY = GOOD.replace("""  cache.l2:
     range: [190, 235]
@@ -646,31 +592,26 @@ NOISY = GOOD.replace("""  cache.l2:
     range: [190, 235]
     unit: cycles
     source: ampere22 Table IV
-    noise:
-      rel: 0.03
-      source: "largest move between two runs of one board"
-      boards: {GPU-aaaaaaaa: [0.026]}
+    noise: {run: 0.6, board: 9.5}
+    modes: [190, 235]
 """)
 
 
-def test_a_declared_noise_loads_and_reaches_the_result(tmp_path):
+def test_an_entrys_noise_model_loads_and_reaches_the_result(tmp_path):
     from pytest_gpuchar.results.judge import Measurement, judge
     e = E.load_file(write(tmp_path, NOISY)).get("cache.l2")
-    assert (e.noise_rel, e.noise_source) == (0.03, "largest move between two runs of one board")
-    assert E.load_file(write(tmp_path, GOOD)).get("cache.l2").noise_rel == 0.0
+    assert (e.sigma_run, e.sigma_board, e.grid, e.modes) == (0.6, 9.5, False, (190.0, 235.0))
+    assert e.noise_rel == pytest.approx(0.6 / 212.5)
+    assert E.load_file(write(tmp_path, GOOD)).get("cache.l2").noise() == {}
     r = judge(Measurement("cache.l2", 200.0, "cycles", 1.0), "sm_80", e)
-    assert (r.status.value, r.noise_rel) == ("pass", 0.03)
-    assert r.as_dict()["noise_source"] == e.noise_source
+    assert r.status.value == "pass"
+    assert r.as_dict()["noise"] == {"run": 0.6, "board": 9.5, "exact": False, "grid": False}
 
 
 @pytest.mark.parametrize("noise, key, says", [
-    ("{rel: 0.03}", "cache.l2.noise", "missing 'source'"),
-    ("{source: s}", "cache.l2.noise", "missing 'rel'"),
-    ("{rel: 0, source: s}", "cache.l2.noise.rel", "must be in (0, 0.5]"),
-    ("{rel: 3, source: s}", "cache.l2.noise.rel", "must be in (0, 0.5]"),
-    ("{rel: 0.03, source: s, runs: 5}", "cache.l2.noise.runs", "unknown field"),
-    ("{rel: 0.03, source: s, boards: {GPU-a: [0.01, -0.1]}}", "cache.l2.noise.boards.GPU-a",
-     ">= 0"),
+    ("{rel: 0.03, source: s}", "cache.l2.noise.rel", "unknown field"),
+    ("{run: -1}", "cache.l2.noise.run", "must be >= 0"),
+    ("{run: 1, board: fast}", "cache.l2.noise.board", "expected a number"),
     ("0.03", "cache.l2.noise", "expected a mapping")])
 def test_a_bad_noise_is_one_error_naming_file_line_and_key(tmp_path, noise, key, says):
     text = GOOD.replace("    source: ampere22 Table IV\n",
@@ -681,66 +622,29 @@ def test_a_bad_noise_is_one_error_naming_file_line_and_key(tmp_path, noise, key,
     assert says in msg
 
 
-def _pair(key, a, b, board="GPU-aaaaaaaa-1111", board2=None, date="2026-11-27T21:00:00"):
-    prov = {**PROV, "uuid": board, "date": date}
-    return ([result(key, a, unit="cycles", provenance=prov)],
-            [result(key, b, unit="cycles", provenance={**prov, "uuid": board2 or board})])
+def test_a_device_entry_takes_unit_method_and_note_from_the_arch_entry(tmp_path):
+    text = GOOD.replace('provenance: {transcribed: "by hand, 2024"}',
+                        "provenance:\n  samples:\n    NVIDIA H200: {boards: 21, runs: 35}") + """\
+  "NVIDIA H200":
+    characteristics:
+      latency.add.u32: {value: 4.0, tolerance: {abs: 0.004}, noise: {run: 0}, source: fleet}
+      latency.bar.sync: {value: 19, tolerance: {abs: 1}, source: measured}
+"""
+    e = E.load_file(write(tmp_path, text))
+    d, a = e.get("latency.add.u32", "NVIDIA H200"), e.get("latency.add.u32")
+    assert (d.unit, d.method, d.key) == (a.unit, a.method, "latency.add.u32")
+    assert d.noise() == {"run": 0.0, "board": 0.0, "exact": True, "grid": False}
+    assert d.boards == 21 and d.describe() == "4 cycles/op (±0.004) over 21 boards"
+    bar = e.get("latency.bar.sync", "NVIDIA H200")
+    assert (bar.note, bar.boards, bar.noise()) == ("not printed", 0, {})
 
 
-def test_noise_of_moves_is_three_rms_never_below_the_largest():
-    assert E.noise_of([0.0036, 0.0235, 0.0088, 0.0031, 0.0084]) == 0.04   # 3 x 1.2% = 3.6%
-    assert E.noise_of([0.02, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]) == 0.02
-    assert E.noise_of([0.01, 0.01, 0.01]) == 0.03
-
-
-def test_noise_from_pairs_keeps_every_boards_moves(tmp_path):
-    """cache.l2 moved 2.6% on board a before (declared in the file), 3.2% on board b and 0.5%
-    on board a tonight: three moves, RMS 2.4%, the noise 7.5% (3 x RMS rounded up to half a
-    percent); a key that moved 0.5% three times gets none; one with two moves gets none; every
-    other entry and the file's provenance stay."""
-    path = write(tmp_path, NOISY)
-    before = yaml.safe_load(path.read_text())
-    said = E.declare_noise("sm_80", [_pair("cache.l2", 200.0, 206.4, "GPU-bbbbbbbb-2"),
-                                     _pair("cache.l2", 200.0, 199.0, "GPU-aaaaaaaa-1"),
-                                     *[_pair("latency.add.u32", 4.0, 4.02)] * 3,
-                                     *[_pair("cpi.mov.clock", 6.0, 6.6)] * 2],
-                           ["cache.l2", "latency.add.u32", "cpi.mov.clock"], root=tmp_path)
-    assert said["cache.l2"] == "±7.5% (3 moves over 2 boards, largest 3.20%)"
-    assert said["latency.add.u32"].startswith("largest of 3 moves 0.50%, within the nightly's")
-    assert said["cpi.mov.clock"] == "2 move(s) measured, fewer than 3: left as it was"
-    after = yaml.safe_load(path.read_text())
-    noise = after["characteristics"]["cache.l2"]["noise"]
-    assert noise["rel"] == 0.075 and noise["boards"] == {"GPU-aaaaaaaa": [0.026, 0.005],
-                                                        "GPU-bbbbbbbb": [0.032]}
-    assert noise["source"] == ("3 x the RMS of 3 moves between two runs of one board, 2 boards "
-                               "(noise.boards), runs of 2026-11-27")
-    for k in ("latency.add.u32", "cpi.mov.clock"):
-        assert "noise" not in after["characteristics"][k]
-    after["characteristics"]["cache.l2"].pop("noise")
-    before["characteristics"]["cache.l2"].pop("noise")
-    assert after == before
-    # a later update of the value keeps the declared noise
-    E.update_from_results(path, [result("cache.l2", 201.0, unit="cycles")])
-    assert E.load_file(path).get("cache.l2").noise_rel == 0.075
-
-
-def test_noise_from_two_boards_or_for_a_missing_entry_writes_nothing(tmp_path, capsys):
-    import json
-    path = write(tmp_path, NOISY)
-    before = path.read_text()
-    with pytest.raises(E.NoiseError, match="measured on GPU-aaaaaaaa and GPU-bbbbbbbb"):
-        E.declare_noise("sm_80", [_pair("cache.l2", 200.0, 210.0, board2="GPU-bbbbbbbb-2")],
-                        ["cache.l2"], root=tmp_path)
-    with pytest.raises(E.NoiseError, match="latency.none: no entry under devices.X"):
-        E.declare_noise("sm_80", [_pair("latency.none", 1.0, 2.0)], ["latency.none"],
-                        root=tmp_path, device="X")
-    assert path.read_text() == before
-    runs = []
-    for i, part in enumerate(_pair("cache.l2", 200.0, 210.0)):
-        runs.append(tmp_path / f"run{i}.json")
-        runs[-1].write_text(json.dumps({"meta": {}, "results": part}))
-    args = ["noise", "--arch", "sm_80", "--key", "cache.l2", "--root", str(tmp_path)]
-    assert cli.main(args + ["--pair", str(runs[0]), str(runs[1])] * 2) == 0
-    assert "cache.l2: ±13.5% (3 moves over 1 board, largest 5.00%)" in capsys.readouterr().out
-    assert cli.main(args + ["--pair", str(runs[0]), str(tmp_path / "nothing.json")]) == 2
-    assert "nothing.json" in capsys.readouterr().err
+def test_a_device_entry_without_an_arch_entry_needs_its_unit(tmp_path):
+    text = GOOD + """\
+  "NVIDIA H200":
+    characteristics:
+      latency.only.here: {value: 4.0, tolerance: {abs: 1}, source: fleet}
+"""
+    p = write(tmp_path, text)
+    msg = load_error(p)
+    assert "latency.only.here: missing 'unit' (no arch entry of this key to take it from)" in msg

@@ -12,10 +12,10 @@ def entry(value, source):
 
 def test_columns_per_arch_and_board_and_the_run(tmp_path):
     (tmp_path / "sm_80.yaml").write_text(
-        "schema: 1\narch: sm_80\ncharacteristics:\n  latency.a:\n" + entry(4, "ampere22 T2")
+        "schema: 2\narch: sm_80\ncharacteristics:\n  latency.a:\n" + entry(4, "ampere22 T2")
         + "  latency.only_here:\n" + entry(9, "ampere22 T2"))
     (tmp_path / "sm_90.yaml").write_text(
-        "schema: 1\narch: sm_90\ncharacteristics: {}\ndevices:\n  NVIDIA H200:\n"
+        "schema: 2\narch: sm_90\ncharacteristics: {}\ndevices:\n  NVIDIA H200:\n"
         "    characteristics:\n      latency.a:\n"
         + entry(5, "measured 2026-11-23 on NVIDIA H200").replace("\n    ", "\n        ")
         .replace("    value", "        value", 1))

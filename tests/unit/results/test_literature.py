@@ -12,7 +12,7 @@ from pytest_gpuchar.results.expectations import ExpectationError
 from pytest_gpuchar.results.judge import Measurement, judge
 from pytest_gpuchar.results.report import Recorder, literature_markdown
 
-HEAD = "schema: 1\narch: sm_90\n"
+HEAD = "schema: 2\narch: sm_90\n"
 ENTRY = """\
 characteristics:
   latency.add.u32:

@@ -47,7 +47,7 @@ def fixed_model(size_id: str, regs: int = 32, **kw) -> tuple[model.Model, dict]:
 
 
 def test_values_session_first_then_device_then_arch():
-    exp = parse("schema: 1\narch: sm_90\ncharacteristics:\n"
+    exp = parse("schema: 2\narch: sm_90\ncharacteristics:\n"
                 "  latency.add.u32: {value: 4, unit: cycles, tolerance: {abs: 1}, source: x}\n"
                 "  latency.add.f32: {range: [3, 5], unit: cycles, source: x}\n"
                 "devices:\n  NVIDIA H200:\n    characteristics:\n"
