@@ -52,8 +52,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from ..core import nvml
+from ..results.gate import HISTORY
 from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
 from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
+                               other_process,
                                Change, failure_changes, junit_failures, junit_skips, number,
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
@@ -115,7 +118,6 @@ def throttling(before: dict, after: dict) -> list[str]:
     the max, or start and end differing by more than CLOCK_DRIFT; what NVML saw on the board
     at the start and the end (a clock-event reason other than idle, ECC errors, a narrow PCIe
     link, MIG mode: core/nvml.flags)."""
-    from ..core import nvml
     flags = []
     for when, c in (("start", before), ("end", after)):
         mhz, top = number(c.get("sm_clock_measured_mhz")), number(c.get("sm_clock_max_mhz"))
@@ -351,7 +353,11 @@ def references(args, device: dict, results: list[dict]) -> list[Reference]:
             if prov.get("device") and prov.get("arch") else device
         prev = previous_run(args, dev, board or None)
         if isinstance(prev, dict):
-            refs.append(reference(board, previous_label(args, prev), prev))
+            ref = reference(board, previous_label(args, prev), prev)
+            if ref.same_board and board:
+                ref.earlier = args.history_store.earlier(board, dev.get("arch"), prev,
+                                                         HISTORY - 1)
+            refs.append(ref)
             continue
         if prev is not None and prev not in read:
             read[prev] = read_report(prev)
@@ -410,8 +416,9 @@ def selected_tonight(previous: list[dict] | None, junit: Path,
     return [r for r in previous if case(str(r.get("test", ""))) in cases]
 
 
-def _suite(args, out: Path, report_dir: Path, env: dict):
-    """Tonight's suite run (its output in pytest.log): (its command, the process)."""
+def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
+    """Tonight's suite run (its output in pytest.log): its command, the process, the other
+    processes NVML saw computing on the GPU meanwhile, and why NVML could not look ("")."""
     # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
     # history would record the run before the comparison reads the previous one)
     cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
@@ -419,8 +426,11 @@ def _suite(args, out: Path, report_dir: Path, env: dict):
            "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
            *(["-m", "static"] if args.static_only else []), *args.pytest_args]
     with open(out / "pytest.log", "w") as log:
-        proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    return cmd, proc
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        watch = nvml.ProcessWatch(uuid, proc.pid).start() if uuid else None
+        proc.wait()
+    others = watch.stop() if watch is not None else []
+    return cmd, proc, others, (watch.why_not if watch is not None else "no GPU at the start")
 
 
 def _report(results_path: Path) -> dict:
@@ -446,7 +456,8 @@ def run(args) -> int:
     env["CUDA_CACHE_DISABLE"] = "1"
     started = time.time()
     before = clock_snapshot(env)
-    cmd, proc = _suite(args, out, report_dir, env)
+    uuid = str(((before.get("board") or {}).get("uuid")) or "")
+    cmd, proc, others, unwatched = _suite(args, out, report_dir, env, uuid)
     after = end_snapshot(before, env)
     wall = round(time.time() - started, 1)
     current = _report(report_dir / "gpuchar-results.json")
@@ -468,6 +479,7 @@ def run(args) -> int:
     changes, rep = cmp.changes, cmp.repeatability
     changes += failure_changes(junit_failures(out / "junit.xml"), results,
                                *known_failures(refs))
+    changes += [other_process(p) for p in others]
     code, nothing = night_verdict(changes, proc.returncode, current, args.static_only)
     counts: dict[str, int] = {}
     for r in results:
@@ -483,7 +495,10 @@ def run(args) -> int:
         "first_night": any(r.first_night for r in refs),
         "environment": {"before": before, "after": after, "toolkit": toolkit(),
                         "CUDA_CACHE_DISABLE": env["CUDA_CACHE_DISABLE"],
-                        "throttling": throttling(before, after)},
+                        "throttling": throttling(before, after),
+                        "other_processes": others,
+                        "process_watch": unwatched or "NVML listed the GPU's compute processes "
+                                                      "every second"},
         "status_counts": counts,
         "skipped": current.get("meta", {}).get("skipped", {}),
         "changes": [asdict(c) for c in changes],

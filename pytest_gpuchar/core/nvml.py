@@ -200,3 +200,97 @@ def summary(s: dict) -> str:
             f"{v('ecc_volatile_uncorrected')} uncorrected volatile), PCIe gen {v('pcie_gen')} "
             f"x{v('pcie_width')} (max gen {v('pcie_gen_max')} x{v('pcie_width_max')}), MIG "
             f"{v('mig_mode')}, persistence {v('persistence_mode')}")
+
+
+# --- other processes on the measured GPU ----------------------------------------------------
+
+def _descendants(root: int) -> set[int]:
+    """`root` and every process below it (Linux /proc; {root} elsewhere)."""
+    import os
+    children: dict[int, list[int]] = {}
+    try:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+                children.setdefault(ppid, []).append(int(d))
+    except OSError:
+        return {root}
+    out, todo = set(), [root]
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out.add(p)
+            todo += children.get(p, [])
+    return out
+
+
+def compute_processes(uuid: str = "", index: int | None = None, lib=None) -> list[dict] | str:
+    """The compute processes NVML lists on one GPU now ({pid, memory_mib, name}), or why it
+    cannot say."""
+    try:
+        lib = lib if lib is not None else _library()
+        lib.nvmlInit()
+    except Exception as e:  # noqa: BLE001 - LookupError or pynvml.NVMLError
+        return f"NVML: {e}"
+    try:
+        handle, _ = _handle(lib, uuid, "", index)
+        out = []
+        for p in lib.nvmlDeviceGetComputeRunningProcesses(handle):
+            try:
+                name = _text(lib.nvmlSystemGetProcessName(p.pid))
+            except Exception:  # noqa: BLE001 - another namespace's pid
+                name = "?"
+            mem = getattr(p, "usedGpuMemory", None)
+            out.append({"pid": int(p.pid), "name": name,
+                        "memory_mib": round(mem / 2**20) if isinstance(mem, int) else None})
+        return out
+    except Exception as e:  # noqa: BLE001 - NVMLError, LookupError
+        return f"NVML: {e}"
+    finally:
+        try:
+            lib.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class ProcessWatch:
+    """Samples the compute processes on one GPU every `period` seconds while a run measures
+    (a thread of the nightly), and keeps those that are not the run's own processes (the
+    `own` pid and its descendants): another program's kernels on the GPU disturb every
+    figure timed meanwhile."""
+
+    def __init__(self, uuid: str, own: int, period: float = 1.0, lib=None) -> None:
+        import threading
+        self.uuid, self.own, self.period, self.lib = uuid, own, period, lib
+        self.seen: dict[int, dict] = {}
+        self.why_not = ""
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="gpuchar-nvml-watch",
+                                        daemon=True)
+
+    def start(self) -> "ProcessWatch":
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        import datetime as dt
+        while not self._stop.is_set():
+            procs = compute_processes(self.uuid, lib=self.lib)
+            if isinstance(procs, str):
+                self.why_not = procs
+                return
+            mine = _descendants(self.own)
+            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            for p in procs:
+                if p["pid"] not in mine:
+                    self.seen.setdefault(p["pid"], {**p, "first_seen": now})["last_seen"] = now
+            self._stop.wait(self.period)
+
+    def stop(self) -> list[dict]:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        return sorted(self.seen.values(), key=lambda p: p["pid"])

@@ -53,6 +53,8 @@ class Reference:
     doc: dict | None = None          # that run's report (None: nothing to compare with)
     same_board: bool = False         # the reference is this board's own previous run
     other: str = ""                  # the reference's board(s) when they are another's
+    earlier: list = field(default_factory=list)   # the board's runs before `doc` (oldest
+    # first, results lists): with it, the change question's history (results/gate.py)
 
     @property
     def first_night(self) -> bool:
@@ -109,9 +111,11 @@ def compare_boards(results: list[dict], refs: list[Reference], *, noise_rel: flo
         theirs = of_board(prev or [], ref.board) if ref.same_board and ref.board and \
             len(doc_boards(ref.doc)) > 1 else prev
         meta = ref.doc.get("meta") or {}
+        history = [*ref.earlier, theirs] if ref.same_board and theirs is not None else None
         out.changes += compare(mine, theirs, noise_rel=noise_rel, skipped=skipped,
                                previous_skipped=meta.get("measured_skips") or {},
-                               other_board_run="" if ref.same_board else ref.other)
+                               other_board_run="" if ref.same_board else ref.other,
+                               history=history)
         if ref.same_board and out.repeatability is None and theirs is not None:
             out.repeatability = repeatability(theirs, mine)
     return out

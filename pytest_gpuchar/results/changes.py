@@ -10,6 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import gate
+
 EXIT_NO_CHANGE = 0
 EXIT_WITHIN_TOLERANCE = 1
 EXIT_REGRESSION = 2
@@ -72,15 +74,39 @@ def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
     return abs(b - a) > limit
 
 
-def declared_noise(old: dict, new: dict) -> tuple[float, str] | None:
-    """The run-to-run noise (relative, source) the expectation declares for a figure, from
-    tonight's result or the previous run's, the larger; None when neither declares one."""
-    best = None
-    for r in (new, old):
-        rel = number(r.get("noise_rel"))
-        if rel and (best is None or rel > best[0]):
-            best = (rel, str(r.get("noise_source") or ""))
-    return best
+def gate_move(r: dict, past: list[float], noise_rel: float = NOISE_REL,
+              previous: dict | None = None) -> gate.Move | None:
+    """Tonight's result against the board's own recent values (oldest first) under the
+    noise model its expectation carries (`noise`: within-board sigma, exact, grid); a figure
+    without one is judged by the fallback rule (noise_rel, half a cycle, either run's own
+    spread). An unstable result is judged all the same, its spread added to the limit."""
+    v = number(r.get("value"))
+    if v is None:
+        return None
+    model = r.get("noise") if isinstance(r.get("noise"), dict) else {}
+    spread = number(r.get("spread")) or 0.0
+    if model:
+        widen = spread if r.get("status") == "unstable" else 0.0
+        return gate.change(v, past, sigma_run=number(model.get("run")), unit=r.get("unit", ""),
+                           exact=bool(model.get("exact")), spread=widen, key=r.get("key", ""),
+                           grid=bool(model.get("grid")))
+    prev_spread = number((previous or {}).get("spread")) or 0.0
+    return gate.change(v, past, sigma_run=None, unit=r.get("unit", ""), exact=False,
+                       spread=max(spread, prev_spread), key=r.get("key", ""),
+                       fallback_rel=noise_rel)
+
+
+def history_values(history: list[list[dict]], arch: str, key: str) -> list[float]:
+    """A figure's stable values in the board's earlier runs (oldest first)."""
+    out = []
+    for results in history:
+        for r in results:
+            if r.get("arch", "") == arch and r.get("key") == key:
+                v = number(r.get("value"))
+                if v is not None and r.get("status") in GOOD + ("fail",):
+                    out.append(v)
+                break
+    return out
 
 
 def board(r: dict) -> str:
@@ -98,7 +124,8 @@ def other_board(old: dict, new: dict) -> tuple[str, str] | None:
 def compare(current: list[dict], previous: list[dict] | None, *,
             noise_rel: float = NOISE_REL, skipped: dict[str, str] | None = None,
             previous_skipped: dict[str, str] | None = None,
-            other_board_run: str = "") -> list[Change]:
+            other_board_run: str = "", history: list[list[dict]] | None = None
+            ) -> list[Change]:
     """Classify every characteristic of tonight's run against the expectations (its own
     status) and against the previous run (values, statuses, presence). `skipped`: tonight's
     skipped tests and their reasons (junit_skips); `previous_skipped`: the previous run's tests
@@ -112,10 +139,13 @@ def compare(current: list[dict], previous: list[dict] | None, *,
     difference - a value, a status, a figure one run has and the other not - is a note,
     never a change: boards of one model differ by what the fleet ranges allow, and the move
     says nothing about a driver or compiler. A figure new to the suite (absent from the
-    previous run of the same board) is a note too."""
+    previous run of the same board) is a note too. `history`: the board's earlier runs
+    (oldest first, `previous` last; default `previous` alone), the change question's
+    reference (results/gate.py)."""
     changes: list[Change] = []
     cur = _index(current)
     prev = _index(previous) if previous is not None else None
+    past = history if history is not None else ([previous] if previous is not None else [])
     for (arch, key), r in cur.items():
         p = prev.get((arch, key)) if prev is not None else None
         base = dict(key=key, arch=arch, new=r.get("value"), unit=r.get("unit", ""),
@@ -130,7 +160,8 @@ def compare(current: list[dict], previous: list[dict] | None, *,
             c = _against_other_board(r, p, base, other, noise_rel)
         else:
             c = _against_same_board(r, p, base, prev is not None, noise_rel,
-                                    previous_skipped or {})
+                                    previous_skipped or {},
+                                    history_values(past, arch, key.split("#")[0]))
         if c is not None:
             changes.append(c)
     if prev is not None:
@@ -170,11 +201,13 @@ def _against_other_board(r: dict, p: dict | None, base: dict, other: str,
 
 
 def _against_same_board(r: dict, p: dict | None, base: dict, have_prev: bool,
-                        noise_rel: float, previous_skipped: dict[str, str]) -> Change | None:
-    """Tonight's figure against the same board's previous run (or none: the first night)."""
+                        noise_rel: float, previous_skipped: dict[str, str],
+                        past: list[float]) -> Change | None:
+    """Tonight's figure against the same board's own earlier runs (or none: the first
+    night): conformance, then change under the figure's noise model (results/gate.py)."""
     st = r.get("status", "")
     if st in ("fail", "error"):
-        if p is not None and p.get("status") == st and not moved(p, r, noise_rel):
+        if p is not None and p.get("status") == st and not _moved(r, past, noise_rel, p):
             # failed last night too, with the same value: no change of the board, but it is
             # still outside its model's range - conformance fails on every such night
             return Change("expectation", "regression", detail=(
@@ -193,29 +226,32 @@ def _against_same_board(r: dict, p: dict | None, base: dict, have_prev: bool,
             "new to the suite since this board's previous run"
         return Change("new", "note", detail=detail[:300], **base)
     pst = p.get("status", "")
-    if "unstable" in (st, pst):
-        if st != pst:
-            return Change("status", "note", detail=(
-                "unstable in one run: spread too wide to compare "
-                f"({(r.get('detail') or p.get('detail') or '')[:160]})"), **base)
-        return None
     if st == "info" or pst == "info":
-        if (r.get("detail"), r.get("expected")) != (p.get("detail"), p.get("expected")):
+        if gate.info_identity(r) != gate.info_identity(p):
             return Change("mapping", "change", detail=f"{p.get('detail')} -> "
                                                       f"{r.get('detail')}", **base)
         return None
     if pst in ("fail", "error", "invalid") and st in GOOD:
         return Change("status", "change", detail=f"{pst} -> {st}", **base)
-    if not moved(p, r, noise_rel):
+    mv = gate_move(r, past, noise_rel, p)
+    if mv is None:
+        if "unstable" in (st, pst) and st != pst:
+            return Change("status", "note", detail=(
+                "unstable in the previous run: no stable value of this board to compare with "
+                f"({(r.get('detail') or p.get('detail') or '')[:160]})"), **base)
         return None
-    declared = declared_noise(p, r)
-    if declared and not moved(p, r, max(noise_rel, declared[0])):
-        a, b = number(p.get("value")), number(r.get("value"))
-        return Change("value", "note", detail=(
-            f"moved {abs(b - a) / max(abs(a), 1e-300):.1%}, within the run-to-run "
-            f"noise of ±{declared[0]:.1%} its expectation declares "
-            f"({declared[1]})")[:300], **base)
-    return Change("value", "change", **base)
+    if not mv.moved:
+        return None
+    return Change("value", "change", detail=(
+        f"{mv.reference:g} -> {r.get('value'):g} ({mv.delta:+.4g} {r.get('unit', '')}) "
+        f"beyond {mv.limit:.3g}: {mv.basis}"
+        + (" (unstable tonight: judged with its spread)" if st == "unstable" else ""))[:300],
+        **base)
+
+
+def _moved(r: dict, past: list[float], noise_rel: float, p: dict) -> bool:
+    mv = gate_move(r, past, noise_rel, p)
+    return bool(mv and mv.moved)
 
 
 # a hardware test skipped for what its own measurement saw (e.g. no SM seeing a far L2 level)
@@ -361,6 +397,18 @@ def failure_changes(failures: list[dict], results: list[dict],
     return out
 
 
+def other_process(p: dict) -> Change:
+    """Another program computing on the measured GPU during the night (NVML's process list):
+    every figure timed meanwhile may be disturbed, so the night is not "no change"."""
+    mem = p.get("memory_mib")
+    return Change("environment", "change", key=f"process {p['pid']}", new=p.get("name"),
+                  detail=(f"another process computed on the GPU during the night: pid "
+                          f"{p['pid']} ({p.get('name') or '?'}, "
+                          f"{mem if mem is not None else '?'} MiB), seen {p.get('first_seen')} "
+                          f"to {p.get('last_seen')}; the figures timed meanwhile may be "
+                          f"disturbed"))
+
+
 def verdict(changes: list[Change], pytest_exit: int | None, have_results: bool) -> int:
     if pytest_exit not in (0, 1) or not have_results:
         return EXIT_BROKEN
@@ -383,8 +431,7 @@ def _values(results: list[dict]) -> dict[tuple[str, str], dict]:
 CYCLES_EXACT_BELOW = 100     # cycle figures below this are compared in integer cycles
 # A model's error (|predicted - measured| / measured) is a share of the measured cycles: two runs
 # agree "within 1%" when it moved by at most one percentage point. Relative to itself an error
-# of 0.006 would have to repeat to 0.00006, which no cycle count repeats to (H200: mm 2048^3
-# read 0.0023 and 0.0058 on measured cycles 0.35% apart).
+# of 0.006 would have to repeat to 0.00006, which no cycle count repeats to (docs/models.md).
 ERROR_ABS = 0.01
 
 

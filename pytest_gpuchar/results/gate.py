@@ -116,9 +116,14 @@ def derive(fig: Figure, min_boards: int = MIN_BOARDS) -> Bounds | None:
     s_run = fig.sigma_run
     s_board = fig.sigma_board
     exact = fig.exact
-    total = math.hypot(s_board, s_run or 0.0)
-    k = tolerance_factor(len(values), ALPHA)
-    need = max(low - (mean - k * total), (mean + k * total) - high, 0.0)
+    if len(values) == 1:
+        # one board is the model (an explicit replace): other boards are judged as if they
+        # were its later nights
+        need = Z * s_run * math.sqrt(2) if s_run is not None else 0.01 * abs(mean)
+    else:
+        total = math.hypot(s_board, s_run or 0.0)
+        k = tolerance_factor(len(values), ALPHA)
+        need = max(low - (mean - k * total), (mean + k * total) - high, 0.0)
     margin = round_up(max(need, floor(fig.unit, mean, exact)))
     return Bounds(fig.key, fig.unit, low, high, margin,
                   None if s_run is None else round_up(s_run), round_up(s_board), exact,
@@ -148,22 +153,24 @@ class Move:
 
 
 def change_limit(reference: float, k: int, sigma_run: float | None, unit: str,
-                 exact: bool, spread: float = 0.0) -> tuple[float, str]:
+                 exact: bool, spread: float = 0.0, fallback_rel: float = 0.01
+                 ) -> tuple[float, str]:
     """How far tonight may sit from the median of k runs of history before it is a change,
     and what that limit rests on."""
     least = max(floor(unit, reference, exact), spread)
     if exact:
         return least, "exact figure: any move beyond 0.1% (half a cycle)"
     if sigma_run is None:
-        limit = max(0.01 * abs(reference), 0.5 if unit in CYCLE_UNITS else 0.0)
-        return max(limit, least), "no noise measured: 1% (half a cycle)"
+        limit = max(fallback_rel * abs(reference), 0.5 if unit in CYCLE_UNITS else 0.0)
+        return max(limit, least), (f"no noise model for this figure: {fallback_rel:.0%}, half "
+                                   f"a cycle, either run's spread")
     limit = Z * sigma_run * math.sqrt(1 + 1 / max(k, 1))
     return max(limit, least), f"{Z:.2f} x sigma_run {sigma_run:.3g} x sqrt(1 + 1/{k})"
 
 
 def change(value: float, history: list[float], *, sigma_run: float | None, unit: str,
-           exact: bool, spread: float = 0.0, key: str = "", grid: bool = False
-           ) -> Move | None:
+           exact: bool, spread: float = 0.0, key: str = "", grid: bool = False,
+           fallback_rel: float = 0.01) -> Move | None:
     """Tonight's value against the median of the board's last HISTORY runs (oldest first);
     None without history, and for a model's error (one_sided: its cycles are asked)."""
     past = [v for v in history if v is not None and math.isfinite(v)][-HISTORY:]
@@ -174,7 +181,7 @@ def change(value: float, history: list[float], *, sigma_run: float | None, unit:
         steps = abs(math.log2(value / ref))
         return Move(steps > 1 + 1e-9, ref, value - ref, ref, "one step of a power-of-two "
                                                                "sweep is its resolution")
-    limit, basis = change_limit(ref, len(past), sigma_run, unit, exact, spread)
+    limit, basis = change_limit(ref, len(past), sigma_run, unit, exact, spread, fallback_rel)
     delta = value - ref
     return Move(abs(delta) > limit, ref, delta, limit, basis)
 

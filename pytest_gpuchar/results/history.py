@@ -417,6 +417,19 @@ class History:
                 return None
             return self._doc(conn, row)
 
+    def earlier(self, board_uuid: str, arch: str | None, doc: dict, n: int) -> list[list[dict]]:
+        """The results of the board's up to `n` runs before `doc` (a run previous() or run()
+        gave), oldest first: a night's change history (results/gate.py)."""
+        out: list[list[dict]] = []
+        before = doc["run"]["id"]
+        while len(out) < n:
+            prev = self.previous(board_uuid, arch, before_run=before)
+            if prev is None:
+                break
+            out.insert(0, prev.get("results") or [])
+            before = prev["run"]["id"]
+        return out
+
     def run(self, run_id: int) -> dict:
         """One recorded run as a report-shaped dict (as previous() gives it)."""
         with self._errors(f"cannot read run {run_id}"), self.engine.connect() as conn:

@@ -117,8 +117,11 @@ class Result:
     data: dict = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)
     allowance: float | None = None   # the expectation's tolerance at this value (abs units)
-    noise_rel: float = 0.0           # the expectation's declared run-to-run noise (relative)
+    noise_rel: float = 0.0           # the within-board sigma relative to the figure
     noise_source: str = ""
+    # the figure's noise model (Expected.noise: run, board, exact, grid): what the nightly's
+    # change question judges a move by (results/gate.py); {} without a fleet-derived entry
+    noise: dict = field(default_factory=dict)
     boards: int = 0                  # board-dependent: the boards the model's range spans
     literature: list = field(default_factory=list)   # papers' figures (Literature.as_dict)
 
@@ -165,6 +168,7 @@ def judge(m: Measurement, arch: str, exp: Expected | None, **kw) -> Result:
         r.expected = exp.describe()
         r.source = exp.source
         r.noise_rel, r.noise_source = exp.noise_rel, exp.noise_source
+        r.noise = exp.noise()
         r.boards = exp.boards
         r.literature = [lit.as_dict() for lit in exp.literature]
         if exp.numeric and finite:
@@ -173,4 +177,11 @@ def judge(m: Measurement, arch: str, exp: Expected | None, **kw) -> Result:
                 r.allowance = exp.allowance(m.value - r.deviation)
             if r.status == Status.MEASURED:
                 r.status = Status.PASS if exp.check(m.value) else Status.FAIL
+            elif r.status == Status.UNSTABLE and r.deviation is not None and \
+                    abs(r.deviation) > (r.allowance or 0.0) + abs(m.spread or 0.0):
+                # too noisy to judge within its tolerance, but outside it even with its whole
+                # spread added: judged all the same (the median against its own, wider, noise)
+                r.status = Status.FAIL
+                r.detail = (f"unstable ({m.unstable}), and outside its expectation even with "
+                            f"its spread {m.spread:g} added")
     return r

@@ -100,26 +100,79 @@ def test_a_board_to_board_difference_is_a_note_even_without_uuids_in_results():
         ("expectation", "regression")]
 
 
-def test_a_move_within_the_declared_run_to_run_noise_is_a_note():
-    """The TMA L2 stream: 2.3% between two nights of one board, within the 3% its expectation
-    declares (from back-to-back pairs): a note naming the noise and its source; 4% is a
-    change; a figure with no declared noise keeps the nightly's 1%."""
-    src = "largest move between back-to-back runs of one board: 5 pairs"
-    noisy = dict(unit="B/clk/SM", noise_rel=0.03, noise_source=src)
+def _noise(run, exact=False, grid=False):
+    return {"run": run, "board": 0.0, "exact": exact, "grid": grid}
+
+
+def test_a_move_is_judged_by_the_figures_noise_model():
+    """The TMA L2 stream with a within-board sigma of 0.1 B/clk/SM: 0.5 from last night is
+    within 5.06 x 0.1 x sqrt 2 = 0.72 (no change); 1.0 is beyond it (a change naming the
+    limit); a figure without a noise model keeps the fallback rule (1%)."""
+    noisy = dict(unit="B/clk/SM", noise=_noise(0.1))
     prev = [R("tma.l2.s2048", 21.57, **noisy), R("tma.l2.s4096", 21.6, **noisy),
             R("l2.per_sm", 30.0, unit="B/clk/SM")]
-    cur = [R("tma.l2.s2048", 22.07, **noisy), R("tma.l2.s4096", 22.47, **noisy),
+    cur = [R("tma.l2.s2048", 22.07, **noisy), R("tma.l2.s4096", 22.6, **noisy),
            R("l2.per_sm", 30.6, unit="B/clk/SM")]
     got = {c.key: c for c in ch.compare(cur, prev)}
-    assert (got["tma.l2.s2048"].kind, got["tma.l2.s2048"].severity) == ("value", "note")
-    assert "moved 2.3%, within the run-to-run noise of ±3.0%" in got["tma.l2.s2048"].detail
-    assert src in got["tma.l2.s2048"].detail
-    assert got["tma.l2.s4096"].severity == "change"          # 4.0%: beyond it
-    assert got["l2.per_sm"].severity == "change"              # 2%, nothing declared
-    # declared in the previous run only (tonight's expectation lost it): still the noise
-    plain = [R("tma.l2.s2048", 22.07, unit="B/clk/SM")]
-    assert [c.severity for c in ch.compare(plain, prev[:1])] == ["note"]
-    assert ch.verdict([got["tma.l2.s2048"]], 0, True) == ch.EXIT_NO_CHANGE
+    assert "tma.l2.s2048" not in got
+    assert (got["tma.l2.s4096"].kind, got["tma.l2.s4096"].severity) == ("value", "change")
+    assert "beyond 0.716: 5.06 x sigma_run 0.1 x sqrt(1 + 1/1)" in got["tma.l2.s4096"].detail
+    assert got["l2.per_sm"].severity == "change" and "no noise model" in got["l2.per_sm"].detail
+    assert ch.verdict([], 0, True) == ch.EXIT_NO_CHANGE
+
+
+def test_a_one_cycle_move_of_an_exact_latency_is_a_change():
+    """An integer latency every run of every sampled board read (noise run 0): 300 -> 301
+    cycles is a change, though 1% would let it move by 3 cycles unseen."""
+    prev = [R("memory.latency.l2_hit", 300.0, noise=_noise(0.0, exact=True))]
+    cur = [R("memory.latency.l2_hit", 301.0, noise=_noise(0.0, exact=True))]
+    [c] = ch.compare(cur, prev)
+    assert (c.kind, c.severity) == ("value", "change") and "exact figure" in c.detail
+    assert ch.compare(prev, prev) == []
+
+
+def test_change_is_against_the_boards_recent_history_not_one_night():
+    """Five nights of one board: tonight against their median, with the sqrt(1 + 1/k)
+    limit; one odd night in the history does not make tonight a change."""
+    n = _noise(0.1)
+    history = [[R("x", v, unit="B/clk/SM", noise=n)] for v in (20.0, 20.1, 25.0, 19.9, 20.0)]
+    tonight = [R("x", 20.2, unit="B/clk/SM", noise=n)]
+    assert ch.compare(tonight, history[-1], history=history) == []
+    [c] = ch.compare([R("x", 21.0, unit="B/clk/SM", noise=n)], history[-1], history=history)
+    assert c.severity == "change" and c.detail.startswith("20 -> 21")
+
+
+def test_an_info_record_is_compared_by_its_values_not_its_prose():
+    """memory.capacity.l2_driver: the driver's 60 MiB, its detail quoting the L2 a chase kept
+    (57.0 then 55.4 MiB): no change. Its value, or a mapping's SASS, moving: a change."""
+    def l2(detail, value=62914560.0):
+        return R("memory.capacity.l2_driver", value, status="info", unit="bytes",
+                 expected="", detail=detail, data={"driver_l2_bytes": 62914560,
+                                                   "chase_l2_bytes": 59787264})
+    a = l2("driver l2CacheSize 60 MiB; one SM's chase keeps 57 MiB in the L2 (0.950 x)")
+    b = l2("driver l2CacheSize 60 MiB; one SM's chase keeps 55.4 MiB in the L2 (0.923 x)")
+    assert ch.compare([b], [a]) == []
+    [c] = ch.compare([l2("driver l2CacheSize 50 MiB", 52428800.0)], [a])
+    assert (c.kind, c.severity) == ("mapping", "change")
+
+    def dpx(unit):
+        return R("sass.dpx.vimax3_s32", None, status="info", unit="", expected="",
+                 detail=f"__vimax3_s32 (hardware DPX), ptxas 12.8.93: {unit}",
+                 data={"unit": unit, "kind": "hardware DPX", "ptxas": "12.8.93"})
+    assert ch.compare([dpx({"VIMNMX3": 1.0})], [dpx({"VIMNMX3": 1.0})]) == []
+    assert [c.kind for c in ch.compare([dpx({"VIMNMX": 2.0})], [dpx({"VIMNMX3": 1.0})])] == \
+        ["mapping"]
+
+
+def test_an_unstable_figure_is_still_judged_with_its_spread():
+    """DRAM read bandwidth, per-launch spread over its stability limit: judged all the same,
+    its spread added to the limit (no longer a skipped question)."""
+    n = _noise(0.05)
+    prev = [R("dram.read", 17.0, unit="B/clk/SM", noise=n)]
+    assert ch.compare([R("dram.read", 17.3, "unstable", "B/clk/SM", spread=0.5, noise=n)],
+                      prev) == []
+    [c] = ch.compare([R("dram.read", 19.0, "unstable", "B/clk/SM", spread=0.5, noise=n)], prev)
+    assert c.severity == "change" and "unstable tonight: judged with its spread" in c.detail
 
 
 def test_a_figure_the_previous_runs_measurement_skipped_is_a_note():

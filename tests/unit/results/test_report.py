@@ -35,10 +35,19 @@ def test_fail():
 
 
 def test_unstable_wins_over_pass_and_fail():
-    for v in (4.0, 9.0):
+    for v in (4.0, 5.05):        # within the tolerance, or within it and its spread (0.1)
         r = _judge(v, unstable=True, why="per-repeat slopes spread 3.00")
         assert r.status == "unstable"
         assert "spread" in r.detail
+
+
+def test_an_unstable_figure_outside_even_with_its_spread_fails():
+    """Too noisy for its stability limit is still judged: its median against its tolerance
+    widened by its own spread (0.1 here)."""
+    r = _judge(9.0, unstable=True, why="per-repeat slopes spread 3.00")
+    assert r.status == "fail"
+    assert "unstable (per-repeat slopes spread 3.00), and outside its expectation even with " \
+           "its spread 0.1 added" == r.detail
 
 
 def test_measured_without_expectation():
@@ -206,12 +215,13 @@ def test_a_figure_two_tests_report_is_kept_once():
 
 def test_a_board_dependent_figure_is_judged_against_its_fleet_range_and_says_so(tmp_path):
     exp = Expected("l2.gpu", "B/clk", range=(3950.0, 4073.0), rel_tol=0.02, source="fleet",
-                   boards=10, fleet_rule="the rule")
+                   boards=10, sigma_run=4.0, sigma_board=30.0)
     prov = {"uuid": "GPU-6e184aae-0000", "device": "NVIDIA H100 80GB HBM3"}
     inside = judge(Measurement("l2.gpu", 3940.7, "B/clk"), "sm_90", exp, provenance=prov)
     outside = judge(Measurement("l2.gpu", 3700.0, "B/clk"), "sm_90", exp, provenance=prov)
     assert inside.status == Status.PASS and outside.status == Status.FAIL
     assert inside.boards == 10 and inside.expected == "3950-4073 B/clk (±2%) over 10 boards"
+    assert inside.noise == {"run": 4.0, "board": 30.0, "exact": False, "grid": False}
     rec = Recorder()
     rec.add(inside)
     rec.add(Result("latency.add", "sm_90", Status.PASS, 4.0, "cycles"))
