@@ -9,9 +9,7 @@ from pathlib import Path
 
 from ..core import archs
 from ..core.atomic import atomic_write
-from ..results.expectations import (ExpectationError, NoiseError, Store, board_pairs,
-                                    declare_noise, file_for, load_file, noisy_keys,
-                                    section_entries, update_arch)
+from ..results.expectations import ExpectationError, Store, load_file, update_arch
 from ..results.files import ResultsError, read_results
 
 
@@ -40,124 +38,87 @@ def _check(store: Store, files: list[Path]) -> int:
     return 1 if bad else 0
 
 
-def _noise(store: Store, args) -> int:
-    from ..results.history_rows import HistoryError
-    if args.history and not args.device:
-        print("gpuchar-expectations: noise --history needs --device (the model whose boards' "
-              "runs are paired)", file=sys.stderr)
-        return 2
-    if not args.history and not args.key:
-        print("gpuchar-expectations: noise --pair needs --key (which figures)", file=sys.stderr)
-        return 2
-    try:
-        arch = archs.validate(args.arch)
-        pairs = [(read_results(a), read_results(b)) for a, b in args.pair] if args.pair else \
-            board_pairs(_history_runs(args.history, args.device, arch))
-    except (archs.UnknownArch, ResultsError, HistoryError) as e:
-        print(f"gpuchar-expectations: {e}", file=sys.stderr)
-        return 2
-    keys = list(dict.fromkeys(args.key)) if args.key else noisy_keys(pairs, arch)
-    if args.history:
-        print(f"{len(pairs)} pair(s) of runs of one board in {args.history}; "
-              f"{len(keys)} figure(s) " + ("asked for" if args.key else
-                                          "moved by more than 1% in one of them"))
-    try:
-        said = {}
-        for device, ks in _by_section(store, arch, keys, args.device).items():
-            said |= declare_noise(arch, pairs, ks, root=store.root, device=device,
-                                  complete=bool(args.history))
-    except NoiseError as e:
-        print(f"gpuchar-expectations: nothing written: {e}", file=sys.stderr)
-        return 2
-    except (ExpectationError, OSError) as e:
-        print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
-        return 1
-    for key, what in said.items():
-        print(f"{key}: {what}")
-    return 0
+DEFAULT_SAMPLE = "results/{arch}/fleet/sample.jsonl.gz"
 
 
-def _by_section(store: Store, arch: str, keys: list[str], device: str | None
-                ) -> dict[str | None, list[str]]:
-    """Where each key's noise goes: the device section when it has an entry for the key, else
-    the arch's values (a noise measured on one model, said so by its source)."""
-    if device is None:
-        return {None: keys}
-    out: dict[str | None, list[str]] = {}
-    read: dict[Path, dict] = {}                 # each file parsed once
-    for key in keys:
-        path = file_for(key, arch, store.root)
-        if path not in read:
-            read[path] = section_entries(path, device)
-        out.setdefault(device if key in read[path] else None, []).append(key)
-    return out
+def sample_path(args, arch: str) -> Path:
+    """The model's fleet sample: --sample, else results/<arch>/fleet/sample.jsonl.gz of the
+    current directory (the repository the expectation files are committed in)."""
+    return Path(args.sample) if args.sample else Path(DEFAULT_SAMPLE.format(arch=arch))
 
 
-def _history_runs(target: str, model: str, arch: str) -> list[list[dict]]:
-    """Every run of `model` on `arch` in a history store, as results lists."""
+def sample_runs(args, arch: str) -> list:
+    """The runs the contract is derived from: a history store (--history) or the committed
+    sample (--sample, default)."""
+    from ..results import noise
+    from ..results import sample as S
     from ..results.history import open_history
-    from ..results.history_rows import HistoryError
-    if not Path(target).exists() and "://" not in target:
-        raise HistoryError(f"--history {target}: no such file")
-    hist = open_history(target)
-    try:
-        return [hist.run(r["id"])["results"] for r in hist.runs(model=model, arch=arch)]
-    finally:
-        hist.close()
+    if getattr(args, "history", None):
+        if not Path(args.history).exists() and "://" not in args.history:
+            raise ResultsError(f"--history {args.history}: no such file")
+        with open_history(args.history, create=False) as h:
+            return noise.fleet_runs(h.run(r["id"]) for r in h.runs(arch=arch))
+    path = sample_path(args, arch)
+    if not path.exists():
+        raise ResultsError(f"--sample {path}: no such file (the fleet sample the contract is "
+                           f"derived from; give --sample FILE or --history DB)")
+    return noise.fleet_runs(S.read(path))
+
+
+def _written(w, model: str, dry: bool) -> None:
+    s = w.summary
+    verb = "would rewrite" if dry else "rewrote"
+    print(f"{model}: sample of {s.boards} boards, {s.runs} runs ({s.first}..{s.last}), "
+          f"sample {s.sample}: {verb} {w.changed} entries, {w.unchanged} unchanged, "
+          f"{len(w.too_few)} on fewer than 3 boards (left as they are)")
+    for path, keys in w.files.items():
+        print(f"  {path}: {len(keys)} entries" + (f" ({', '.join(keys[:6])}"
+                                                   f"{', ...' if len(keys) > 6 else ''})"
+                                                   if keys else ""))
 
 
 def _fleet(store: Store, args) -> int:
-    from ..results import fleetsample
-    from ..results.history_rows import HistoryError
+    """The model's contract derived again from its sample (no new run)."""
+    from ..results import contract
+    from ..results import sample as S
     try:
         arch = archs.validate(args.arch)
-        runs = [read_results(p) for p in args.runs] if args.runs else \
-            _history_runs(args.history, args.model, arch)
-    except (archs.UnknownArch, ResultsError, HistoryError) as e:
+        runs = sample_runs(args, arch)
+    except (archs.UnknownArch, ResultsError) as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2
-    if args.min_boards < 2:
-        print("gpuchar-expectations: --min-boards: a fleet range needs at least 2 boards",
-              file=sys.stderr)
+    models = sorted({r.model for r in runs if r.arch == arch})
+    if args.model not in models:
+        print(f"gpuchar-expectations: --model {args.model!r}: no run of it in the sample "
+              f"(models: {', '.join(models) or 'none'})", file=sys.stderr)
         return 2
+    docs = [S.run_doc(r) for r in runs]
     try:
-        plan = fleetsample.plan_fleet(arch, runs, args.model, root=store.root,
-                                      keys=set(args.key) if args.key else None,
-                                      min_boards=args.min_boards)
-    except ExpectationError as e:
-        print(f"gpuchar-expectations: {e}", file=sys.stderr)
-        return 1
-    boards = {b for runs_ in runs for r in runs_ if r.get("arch") == arch
-              and (r.get("provenance") or {}).get("device") == args.model
-              for b in [(r.get("provenance") or {}).get("uuid")] if b}
-    if not boards:
-        print(f"gpuchar-expectations: no {arch} figure of {args.model!r} with a board UUID in "
-              f"the {len(runs)} run(s) given: nothing to sample", file=sys.stderr)
-        return 2
-    print(f"sample: {len(boards)} boards of {args.model} in {len(runs)} run(s)"
-          + (f" of {args.history}" if args.history else ""))
-    print("\n".join(fleetsample.lines(plan, args.model)))
-    if args.dry_run:
-        print("dry run: nothing written")
-        return 0
-    try:
-        written = fleetsample.write_fleet(arch, plan, args.model, root=store.root)
+        w = contract.write_model(arch, args.model, runs, root=store.root,
+                                 sample=S.sample_id(docs), export=str(sample_path(args, arch)),
+                                 dry_run=args.dry_run)
     except (ExpectationError, OSError) as e:
         print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
         return 1
-    for path, keys in written.items():
-        print(f"wrote {len(keys)} fleet ranges to {path} (devices.{args.model})")
-    judged, bad = fleetsample.misfits(arch, runs, args.model, root=store.root,
-                                      keys=set(args.key) if args.key else None)
-    print(f"the sample against the entries now written: {judged} figures judged, "
-          f"{len(bad)} out of tolerance")
-    for key, board, value, expected in bad[:20]:
-        print(f"  {key} on {board[:12]}: {value:g}, expected {expected}")
-    return 1 if bad else 0
+    _written(w, args.model, args.dry_run)
+    return 0
+
+
+def _crossval(store: Store, args) -> int:
+    from .crossval import run_crossval
+    try:
+        arch = archs.validate(args.arch)
+        runs = sample_runs(args, arch)
+    except (archs.UnknownArch, ResultsError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    return run_crossval(store, runs, arch, models=args.model, output=args.output,
+                        command=" ".join(["gpuchar-expectations", *sys.argv[1:]])
+                        if sys.argv and "crossval" in sys.argv else "")
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command's arguments: check, update, noise, fleet, generations."""
+    """The command's arguments: check, update, fleet, crossval, generations."""
     ap = argparse.ArgumentParser(
         prog="gpuchar-expectations",
         description="Check expectation files, or (re)generate an arch's values from a measured "
@@ -168,49 +129,47 @@ def parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="validate expectation files")
     c.add_argument("files", nargs="*", type=Path)
-    u = sub.add_parser("update", help="write measured values from a gpuchar JSON report")
+    u = sub.add_parser("update", help="accept a measured run: a board into its model's fleet "
+                                      "sample (--device), or the arch's values")
     u.add_argument("--results", required=True, type=Path, help="gpuchar report JSON")
     u.add_argument("--arch", required=True)
     u.add_argument("--root", dest="update_root", type=Path, default=None)
-    u.add_argument("--device", help="write under devices.<name> instead of the arch values")
-    u.add_argument("--key", action="append", help="only these characteristic keys")
-    u.add_argument("--fleet", action="store_true",
-                   help="with --device: keep every board's value (by UUID) and expect the "
-                        "range they span, instead of this board's value alone")
+    u.add_argument("--device", help="the model (GPU name) whose fleet the run's boards join; "
+                                    "without it the run's values become the arch's")
+    u.add_argument("--key", action="append", help="only these characteristic keys (arch level)")
+    u.add_argument("--fleet", nargs="?", const="extend", default="extend",
+                   choices=("extend", "replace"),
+                   help="with --device: extend (default) adds the run's boards to the sample, "
+                        "every other board kept; replace makes them the model's whole sample "
+                        "(as pytest --gpuchar-accept-fleet)")
+    u.add_argument("--sample", type=Path, default=None,
+                   help="the fleet sample (default: results/<arch>/fleet/sample.jsonl.gz)")
+    u.add_argument("--dry-run", action="store_true", help="say what would change, write nothing")
     u.add_argument("--abs-tol", type=float, default=1.0)
     u.add_argument("--rel-tol", type=float, default=0.05)
-    nz = sub.add_parser("noise", help="declare figures' run-to-run noise from pairs of runs "
-                                      "of one board (the nightly's notes, not changes)")
-    nsrc = nz.add_mutually_exclusive_group(required=True)
-    nsrc.add_argument("--pair", nargs=2, action="append", type=Path,
-                      metavar=("RUN1", "RUN2"), help="two gpuchar reports of one board "
-                                                     "(repeatable)")
-    nsrc.add_argument("--history", metavar="TARGET",
-                      help="pair each board's consecutive runs of --device in a history store "
-                           "(a file path or database URL); without --key, every figure that "
-                           "moved by more than 1% in one pair")
-    nz.add_argument("--arch", required=True)
-    nz.add_argument("--root", dest="update_root", type=Path, default=None)
-    nz.add_argument("--device", help="the entries under devices.<name>")
-    nz.add_argument("--key", action="append",
-                    help="a characteristic key (repeatable); its entry must exist")
-    fl = sub.add_parser("fleet", help="a model's board-dependent ranges from a fleet sample "
-                                      "of whole-suite runs (several boards, by UUID)")
-    src = fl.add_mutually_exclusive_group(required=True)
-    src.add_argument("--runs", nargs="+", type=Path, metavar="RUN",
-                     help="gpuchar-results.json[.gz] or nightly.json of the sampled boards (a "
-                          "merged multi-GPU report counts every board it holds)")
-    src.add_argument("--history", metavar="TARGET",
-                     help="take the sample from a history store (every run of the model on "
-                          "the arch): a file path (SQLite) or a database URL")
+    fl = sub.add_parser("fleet", help="derive a model's contract (device entries) again from its "
+                                      "fleet sample")
     fl.add_argument("--arch", required=True)
     fl.add_argument("--model", required=True,
                     help="the device name the entries are for, e.g. 'NVIDIA H100 80GB HBM3'")
     fl.add_argument("--root", dest="update_root", type=Path, default=None)
-    fl.add_argument("--key", action="append", help="only these characteristic keys")
-    fl.add_argument("--min-boards", type=int, default=3,
-                    help="a figure needs this many boards in the sample (default 3)")
-    fl.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    src = fl.add_mutually_exclusive_group()
+    src.add_argument("--sample", type=Path, help="the sample (default: "
+                                                 "results/<arch>/fleet/sample.jsonl.gz)")
+    src.add_argument("--history", metavar="TARGET",
+                     help="take the sample from a history store (a file path or database URL)")
+    fl.add_argument("--dry-run", action="store_true", help="print what would change, write "
+                                                            "nothing")
+    cv = sub.add_parser("crossval", help="the gate's error rates: leave each board out, inject "
+                                         "known moves (results/<arch>/gate.md)")
+    cv.add_argument("--arch", required=True)
+    cv.add_argument("--model", action="append", help="a model (repeatable; default: every "
+                                                     "model of the sample)")
+    csrc = cv.add_mutually_exclusive_group()
+    csrc.add_argument("--sample", type=Path, help="the sample (default: "
+                                                  "results/<arch>/fleet/sample.jsonl.gz)")
+    csrc.add_argument("--history", metavar="TARGET", help="a history store instead")
+    cv.add_argument("-o", "--output", type=Path, help="write the tables (Markdown) here")
     g = sub.add_parser("generations", help="Markdown table of each characteristic across "
                                            "archs and boards (papers' records, boards measured)")
     g.add_argument("--prefix", action="append", default=[],
@@ -233,24 +192,21 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(text, end="")
         return 0
-    if args.cmd == "noise":
-        return _noise(store, args)
     if args.cmd == "fleet":
         return _fleet(store, args)
-    if args.fleet and not args.device:
-        print("gpuchar-expectations: --fleet needs --device (a model's boards)", file=sys.stderr)
-        return 2
+    if args.cmd == "crossval":
+        return _crossval(store, args)
     try:
         arch = archs.validate(args.arch)
         results = read_results(args.results)
     except (archs.UnknownArch, ResultsError) as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2
+    if args.device:
+        return _accept_device(store, args, arch)
     try:
-        written = update_arch(arch, results, root=store.root, device=args.device,
-                              abs_tol=args.abs_tol, rel_tol=args.rel_tol,
-                              keys=set(args.key) if args.key else None,
-                              fleet=args.fleet)
+        written = update_arch(arch, results, root=store.root, abs_tol=args.abs_tol,
+                              rel_tol=args.rel_tol, keys=set(args.key) if args.key else None)
     except (ExpectationError, OSError) as e:
         print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
         return 1
@@ -261,6 +217,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpuchar-expectations: nothing written: "
               f"{nothing_to_write(results, arch, args.key, args.results)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def _accept_device(store: Store, args, arch: str) -> int:
+    """A run's boards join their model's fleet sample (or replace it), and the contract is
+    derived again: only the entries the sample moved are rewritten."""
+    from ..results import contract
+    from ..results.files import read_report
+    path = sample_path(args, arch)
+    try:
+        w = contract.accept(arch, args.device, [read_report(args.results)], root=store.root,
+                            sample_path=path, fleet=args.fleet, dry_run=args.dry_run)
+    except ResultsError as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    except (ExpectationError, OSError) as e:
+        print(f"gpuchar-expectations: the files were left as they were: {e}", file=sys.stderr)
+        return 1
+    _written(w, args.device, args.dry_run)
+    if not args.dry_run:
+        print(f"sample {path}: {w.summary.runs} runs of {args.device} "
+              f"({'replaced by this run' if args.fleet == 'replace' else 'this run added'})")
     return 0
 
 
