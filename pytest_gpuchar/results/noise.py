@@ -301,24 +301,32 @@ def _finite(v) -> bool:
 
 
 def fleet_runs(docs: Iterable[dict]) -> list[Run]:
-    """`Run`s from history-store documents (History.run) or results reports of one board."""
+    """`Run`s from history-store documents (History.run: one board each) or results reports
+    (a merged multi-GPU report holds several boards: one run per board, by the results'
+    provenance)."""
     out = []
     for doc in docs:
         run = doc.get("run") or {}
-        res = doc.get("results") or []
-        first = next((r for r in res if isinstance(r.get("provenance"), dict)), {})
-        prov = first.get("provenance") or {}
-        board = run.get("board") or prov.get("uuid")
-        model = run.get("device") or prov.get("device")
-        arch = run.get("arch") or prov.get("arch")
-        if not board or not model or not arch:
-            continue
-        by_key: dict[str, dict] = {}
-        for r in res:
-            if r.get("arch") == arch and r.get("key"):
-                by_key.setdefault(r["key"], r)
-        sms = run.get("sm_count") or (doc.get("meta") or {}).get("sm_count") or prov.get("sm_count")
-        out.append(Run(str(board), str(model), str(arch), int(sms) if sms else None,
-                       str(run.get("date") or prov.get("date") or ""), by_key,
-                       run.get("id")))
+        meta = doc.get("meta") or {}
+        per: dict[str, list[dict]] = {}
+        for r in doc.get("results") or []:
+            prov = r.get("provenance") if isinstance(r.get("provenance"), dict) else {}
+            board = run.get("board") or prov.get("uuid") or meta.get("uuid")
+            if board and r.get("key"):
+                per.setdefault(str(board), []).append(r)
+        for board, res in per.items():
+            prov = next((r["provenance"] for r in res if isinstance(r.get("provenance"), dict)),
+                        {}) or {}
+            model = run.get("device") or prov.get("device") or meta.get("device")
+            arch = run.get("arch") or prov.get("arch") or meta.get("arch")
+            if not model or not arch:
+                continue
+            by_key: dict[str, dict] = {}
+            for r in res:
+                if r.get("arch") == arch:
+                    by_key.setdefault(r["key"], r)
+            sms = run.get("sm_count") or prov.get("sm_count") or meta.get("sm_count")
+            date = run.get("date") or prov.get("date") or meta.get("date") or ""
+            out.append(Run(board, str(model), str(arch), int(sms) if sms else None,
+                           str(date), by_key, run.get("id")))
     return out
