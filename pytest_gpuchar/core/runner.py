@@ -64,6 +64,28 @@ class Order(str, Enum):
     REPEAT = "repeat"      # launch r of every length, then launch r + 1
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The one repeats policy: how many timed launches (a Plan's `repeats`) a probe makes of
+    the session's --gpuchar-repeats. `most` caps the asked number (long launches, launches
+    that must each find fresh data in a buffer); `least` raises it (a sample the figure's
+    spread needs, a level whose launches scatter), but no further than `room` (as many
+    launches as a buffer's fresh blocks hold) and never below what was asked."""
+    least: int = 1
+    most: int | None = None
+    room: int | None = None
+
+    def of(self, asked: int) -> int:
+        n = asked if self.most is None else min(asked, self.most)
+        least = self.least if self.room is None else min(self.least, self.room)
+        return max(n, least)
+
+
+# whole-GPU launches (a loop or a kernel on every SM, milliseconds each): 3 to 5 timed
+# launches a length
+WHOLE_GPU = Bounds(3, 5)
+
+
 @dataclass
 class Plan:
     """One probe's launches (see the module docstring).
@@ -72,6 +94,7 @@ class Plan:
     launch: the geometry, or length -> geometry;
     args: length -> (repeat, record) -> arguments (called once per length, in allocation
       order: it may allocate the length's inputs);
+    repeats: timed launches per length, the session's repeats within the probe's Bounds;
     record: the shape of one launch's record, or length -> shape (None: the kernel writes
       no record of the runner's); dtype its type; split: one buffer per launch (else one array per length,
       launch r writing row r);

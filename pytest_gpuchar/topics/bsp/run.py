@@ -16,7 +16,7 @@ import numpy as np
 
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch, Plan
+from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement
@@ -25,7 +25,6 @@ from .kernels import REC_WORDS, KernelProbe
 from .rows import MU, MU_SOURCE, PYRAMID, App, Size
 
 
-MAX_REPEATS = 5
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
 # host's launch call; the warm-up's time also holds the module's loading) is launched
 # SHORT_REPEATS times: the small KNN sizes (a few us of kernel) scatter several % between
@@ -75,7 +74,7 @@ def snapshot(checked: Checked) -> str:
 
 
 def repeats(session: Context) -> int:
-    return max(3, min(session.repeats, MAX_REPEATS))
+    return WHOLE_GPU.of(session.repeats)
 
 
 def _built(session: Context, probe: KernelProbe) -> Built:
@@ -184,7 +183,7 @@ class KernelRun:
 def short_kernel(r: int, ms: float, reps: int) -> int:
     """After launch r (0: the warm-up) of `ms`: a kernel whose first timed launch took under
     SHORT_US is launched SHORT_REPEATS times."""
-    return max(reps, SHORT_REPEATS) if r == 1 and ms * 1000.0 < SHORT_US else reps
+    return Bounds(SHORT_REPEATS).of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
 
 
 def measure(session: Context, size: Size, arch: str) -> KernelRun:

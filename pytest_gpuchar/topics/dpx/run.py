@@ -12,7 +12,7 @@ from ...core import archs
 from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
-from ...core.runner import Launch, Plan, Runner
+from ...core.runner import WHOLE_GPU, Launch, Plan, Runner
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -177,7 +177,7 @@ def loop_run(session: Context, row: DpxRow, arch: str) -> LoopRun:
         gpu.ensure_alive(probe.name)
         built = session.builds.jit(probe, gpu.dev)
         verdict = session.verify(probe, built.functions)
-        reps = max(3, min(session.repeats, 5))
+        reps = WHOLE_GPU.of(session.repeats)
         records, smem = launch_loop(session.runner, probe, built.compiled, reps)
         warps_per_sm = BLOCKS_PER_SM * BLOCK // 32
         calls = {t: float(warps_per_sm * 32 * t * probe.ops[probe.length]) for t in records}

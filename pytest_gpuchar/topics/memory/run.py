@@ -9,6 +9,7 @@ from typing import Callable
 from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
+from ...core.runner import Bounds
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -85,7 +86,7 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
-    reps = max(session.repeats, DRAM_REPEATS) if level.is_dram else session.repeats
+    reps = Bounds(DRAM_REPEATS).of(session.repeats) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
     run = _once(session, ("chain", level.key),

@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ...core.probe import NotApplicable, Probe
-from ...core.runner import Order, Plan
+from ...core.runner import Bounds, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
@@ -70,7 +70,7 @@ def stream_windows(session: Context, probe: Probe, *, name: str, grid: int, smem
 def repeats_for(session: Context, level: Level) -> int:
     """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
     scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
-    return max(session.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM \
+    return Bounds(DRAM_STREAM_REPEATS).of(session.repeats) if level is Level.DRAM \
         else session.repeats
 
 
@@ -94,7 +94,7 @@ def placements(session: Context, level: Level, per_cta: int) -> tuple[int, ...]:
     if level is not Level.L2:
         return (0,)
     stride = round_up(st.sms(session) * per_cta, GROW)
-    count = max(1, min(session.repeats, st.big_bytes(session) // stride))
+    count = Bounds(1, most=st.big_bytes(session) // stride).of(session.repeats)
     return tuple(k * stride for k in range(count))
 
 

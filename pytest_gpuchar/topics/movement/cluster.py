@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.fit import fit
-from ...core.runner import ChainError, Order, Plan
+from ...core.runner import Bounds, ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
@@ -186,7 +186,7 @@ def _measure_launch(session: Context, c: int, arch: str):
     else:
         session.runner.launcher.prepare(fn, name, smem)
         per_wave = st.sms(session)
-    reps = max(session.repeats, LAUNCH_REPEATS)
+    reps = Bounds(LAUNCH_REPEATS).of(session.repeats)
     out = session.runner.measure(Plan(
         name, {b: fn for b in LAUNCH_WAVES},
         lambda b: st.geometry((per_wave * b,), (32,), smem=smem, cluster=cluster),

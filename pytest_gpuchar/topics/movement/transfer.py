@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core.fit import SPREAD_REL, fit
-from ...core.runner import ChainError, Order, Plan
+from ...core.runner import Bounds, ChainError, Order, Plan
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.driver import TensorMapRejected
@@ -238,7 +238,7 @@ def _measure_cp_async(session: Context, kind: Async, probe):
     name = probe.name
     chain = cp_async_layout(kind)
     nodes = chain.nodes
-    reps = max(session.repeats, chain.least_launches)
+    reps = Bounds(chain.least_launches).of(session.repeats)
     buf = st.buffer(session, f"cp_async_{kind.value}", chain.lines * LINE)
     order = layouts.block_chain(nodes, chain.lines, LINE, st.rng(session), sparse=chain.sparse)
     nxt = np.roll(order.order, -1)

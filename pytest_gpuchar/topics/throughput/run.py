@@ -21,7 +21,7 @@ from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.probe import Probe
 from ...core.runner import Launch as Geometry
-from ...core.runner import Order, Plan
+from ...core.runner import WHOLE_GPU, Order, Plan
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
@@ -88,7 +88,7 @@ def launch_snapshot(kind: LaunchCost) -> Callable[[Checked], str] | None:
 
 
 def repeats(session: Context) -> int:
-    return max(3, min(session.repeats, 5))
+    return WHOLE_GPU.of(session.repeats)
 
 
 def _built(session: Context, probe: Probe) -> Built:

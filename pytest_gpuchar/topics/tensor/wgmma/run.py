@@ -22,7 +22,6 @@ from .rows import CHAIN, LATENCY, ROWS, DepthRow, counterpart
 
 
 TRIPS = (128, 256, 384)
-REPEATS = 7
 WARPGROUP = 128
 METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
           "wgmma.fence, C wgmma ({instr}, {operands}, K-major, swizzle "
@@ -115,6 +114,7 @@ class RowRun:
     points: list
     trips: dict                      # config tag -> the verified loop's accounting
     skipped: dict = field(default_factory=dict)
+    repeats: int = 0                 # timed launches per trip count
 
     def point(self, config, warpgroups: int) -> wa.Point | None:
         return next((p for p in self.points if p.config == config
@@ -134,9 +134,9 @@ def row_run(session: Context, r: DepthRow, arch: str) -> RowRun:
         wd.check_wgmma_log(p.name, built.compiled.info_log)
         verdict = session.verify(p, built.functions)
         skipped: dict = {}
-        raw = launch(session.runner, p, built.compiled, REPEATS, skipped)
+        raw = launch(session.runner, p, built.compiled, session.repeats, skipped)
         points = [wa.point(r, p.config(k), wg, recs) for (k, wg), recs in sorted(raw.items())]
-        return RowRun(p, built, points, verdict.trips, skipped)
+        return RowRun(p, built, points, verdict.trips, skipped, session.repeats)
     return session.runs.once(("tensor", "wgmma_depth", r.name, arch, p.digest), make)
 
 
@@ -148,12 +148,12 @@ def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
                                 data=data)
 
 
-def _method(r: DepthRow) -> str:
+def _method(r: DepthRow, reps: int) -> str:
     operands = ("A from registers (loaded once before the clock), B from shared memory"
                 if r.a_regs else "A and B from shared memory")
     rounds = " (S rounds of them: S = 1, or sS at the end of the config tag)" if _xs(r) else ""
     return METHOD.format(instr=r.instruction(), operands=operands, swizzle=r.swizzle,
-                         trips=list(TRIPS), reps=REPEATS, sass=r.sass, xs=_xs(r), rounds=rounds)
+                         trips=list(TRIPS), reps=reps, sass=r.sass, xs=_xs(r), rounds=rounds)
 
 
 def _xs(r: DepthRow) -> str:
@@ -272,7 +272,7 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
             f"commit_group, wait_group 1 (1 warpgroup; loop control "
             f"{run.trips[CHAIN.tag]['loop_control']} included): what Luo et al. 2024 Tables "
             f"VIII-IX and arXiv:2512.02189 Table V print as wgmma latency, as the "
-            f"tensor.wgmma.*.cycles_per_wgmma loop; not the completion latency; " + _method(r),
+            f"tensor.wgmma.*.cycles_per_wgmma loop; not the completion latency; " + _method(r, run.repeats),
             {"tolerance": tol("depth_latency"), "trip_cycles": round(pt.trip_cycles, 2)}))
     top = wa.best(run.points)
     if top is not None:
@@ -295,7 +295,7 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
 
 def row_figures(session: Context, r: DepthRow, arch: str, artifact=None) -> Measured:
     run = row_run(session, r, arch)
-    method = _method(r)
+    method = _method(r, run.repeats)
     figures = (_latency(r, run, method) + _interval(r, run) + _peak(r, run, method)
                + _swizzle(session, r, arch, run) + _vs_dense(session, r, arch, run))
     if r.group == "small_n":

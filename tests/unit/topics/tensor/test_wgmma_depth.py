@@ -268,7 +268,7 @@ def test_sparse_rows_against_dense_on_a_fake_gpu(fake_cupy, monkeypatch):
     s2 = _session(monkeypatch, {c.tag: {"loop_control": {}} for c in old.configs})
     keys = [f.key.removeprefix(old.key + ".") for f in run.row_figures(s2, old, "sm_90").figures]
     assert keys == ["completion_latency", "throughput", "achieved_peak"]
-    assert " x S" not in run._method(old)
+    assert " x S" not in run._method(old, 7)
 
 
 def test_sparse_metadata_is_validated_before_launch(monkeypatch):
