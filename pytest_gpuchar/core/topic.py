@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
 from . import toolchain
-from .build import Builds, Group
+from .build import Builds, Built, Group
 from .gpu import Gpu
 from .probe import Probe
 from .runner import Runner
@@ -99,6 +99,32 @@ class Context(Protocol):
     def verify(self, probe: Probe, functions: dict, compiler: str | None = None) -> Verdict: ...
 
     def provenance(self) -> dict: ...
+
+
+Groups = Callable[[str], "list[Group]"]     # a topic's groups(arch)
+
+
+def linked(ctx: Context, probe: Probe, groups: Groups | None = None) -> Built:
+    """The probe as the driver JIT-linked it on the context's GPU: with the topic's
+    `groups`, every module of them for the device's arch linked once per session first (in
+    parallel), and the probe taken from its part; otherwise the probe's module alone."""
+    gpu = ctx.gpu
+    gpu.ensure_alive(probe.name)
+    dev = gpu.dev
+    if groups is not None:
+        ctx.runs.once(("jit", groups.__module__, groups.__qualname__, dev.arch, dev.driver),
+                      lambda: ctx.builds.jit_groups(dev, groups(dev.arch)))
+    return ctx.builds.jit(probe, dev)
+
+
+def built(ctx: Context, probe: Probe, groups: Groups | None = None) -> tuple[Built, Verdict]:
+    """The probe linked (``linked``) and its driver SASS verified through the context's one
+    door, once per session (a probe found invalid raises, every time it is asked for)."""
+    def make() -> tuple[Built, Verdict]:
+        b = linked(ctx, probe, groups)
+        return b, ctx.verify(probe, b.functions)
+    ctx.gpu.ensure_alive(probe.name)
+    return ctx.runs.once(("built", probe.digest), make)
 
 
 class RunCache:

@@ -14,9 +14,10 @@ from typing import Callable
 
 import numpy as np
 
-from ...core.build import Built, Group
+from ...core.build import Group
 from ...core.probe import NotApplicable
 from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement
@@ -75,16 +76,6 @@ def snapshot(checked: Checked) -> str:
 
 def repeats(session: Context) -> int:
     return WHOLE_GPU.of(session.repeats)
-
-
-def _built(session: Context, probe: KernelProbe) -> Built:
-    """The kernel as the driver linked it, from the topic's module (linked once)."""
-    gpu = session.gpu
-    gpu.ensure_alive(probe.name)
-    dev = gpu.dev
-    session.runs.once(("bsp", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    return session.builds.jit(probe, dev)
 
 
 def _attribute(fn, name: str, code: int) -> int:
@@ -191,8 +182,7 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     waited for under the watchdog and timed by its events), check the output, read the
     stamps."""
     probe = kernels.probe(size.app, arch)
-    built = _built(session, probe)
-    session.verify(probe, built.functions)
+    built, _ = topic.built(session, probe, groups)
     fn = built.compiled.function(probe.entry)
     job = BUFFERS[size.app](size, analysis.rng(size))
     warps = size.n_b * -(-size.n_t // 32)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ...core import archs, ptx, sass
 from ...core.loop import LoopVerdict, verify_loop
-from ...core.probe import NotApplicable, Probe
+from ...core.probe import NotApplicable, OneKernelProbe, Probe
 from ...core.ptx import Body, Clock, Kernel, Registers
 from ...core.verify import MOVE_OPCODES, Verdict, verify
 from .rows import HARDWARE_ARCH, DpxRow
@@ -191,35 +191,15 @@ def loop_kernel(row: DpxRow, entry: str, *, chains: int = CHAINS,
 
 
 @dataclass(kw_only=True)
-class LoopProbe(Probe):
+class LoopProbe(OneKernelProbe):
     """The throughput kernel: one counted loop between the clock reads holding exactly
     CHAINS x UNROLL DPX instructions per iteration plus loop control (core.loop)."""
     row: DpxRow
 
-    @property
-    def length(self) -> int:
-        return self.snapshot_length()
-
-    @property
-    def entry(self) -> str:
-        return self.entries[self.length]
-
-    def _function(self, functions: dict[str, sass.Function]) -> sass.Function:
-        if self.entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {self.entry} missing from the SASS "
-                                   f"(have {sorted(functions)})")
-        return functions[self.entry]
-
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        func = self._function(functions)
-        if len(sass.clock_groups(func)) < 2:
-            return {self.length: []}          # verify_loop names the missing clock read
-        return {self.length: sass.timed_region(func)}
-
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> LoopVerdict:
         return verify_loop(self.name, self.arch, self.unit, self.ops[self.length],
-                           self._function(functions))
+                           self.sass_of(functions))
 
 
 def loop_probe(row: DpxRow, arch: str) -> LoopProbe:

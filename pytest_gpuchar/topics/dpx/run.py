@@ -13,6 +13,7 @@ from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
 from ...core.runner import WHOLE_GPU, Launch, Plan, Runner
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -100,10 +101,7 @@ def chain_run(session: Context, row: DpxRow, arch: str) -> ChainRun:
     probe = kernels.latency_probe(row, arch)
 
     def make() -> ChainRun:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions)
+        built, verdict = topic.built(session, probe)
         cycles, outputs, words = launch_chain(session.runner, probe, built.compiled,
                                               session.repeats)
         return ChainRun(probe, built, cycles, outputs, words, dict(verdict.unit))
@@ -173,10 +171,7 @@ def loop_run(session: Context, row: DpxRow, arch: str) -> LoopRun:
     probe = kernels.loop_probe(row, arch)
 
     def make() -> LoopRun:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions)
+        built, verdict = topic.built(session, probe)
         reps = WHOLE_GPU.of(session.repeats)
         records, smem = launch_loop(session.runner, probe, built.compiled, reps)
         warps_per_sm = BLOCKS_PER_SM * BLOCK // 32

@@ -14,6 +14,7 @@ from ...core.build import Built
 from ...core.gpu import PASSES
 from ...core.probe import Probe
 from ...core.runner import Launch
+from ...core import topic
 from ...core.topic import Context
 from ...core.verify import Verdict
 from ...results import tolerances
@@ -38,10 +39,7 @@ def once(session: Context, key: tuple, make):
 def built(session: Context, probe: Probe) -> tuple[Built, Verdict]:
     """The probe as the driver JIT-linked it (its group's module) and its verdict on the
     driver's SASS (once; ProbeInvalid is raised, never a number)."""
-    def make():
-        b = session.builds.jit(probe, session.gpu.dev)
-        return b, session.verify(probe, b.functions)
-    return once(session, ("built", probe.name), make)
+    return topic.built(session, probe)
 
 
 def function(session: Context, probe: Probe, n: int):

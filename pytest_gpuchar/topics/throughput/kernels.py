@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...core import ptx, sass
-from ...core.probe import NotApplicable, Probe
+from ...core.probe import NotApplicable, OneKernelProbe, Probe
 from ...core.ptx import SLOT_BYTES, Clock, InputSlot, Kernel, Registers
 from . import rows
 from .rows import LaunchCost, ThroughputRow, Style
@@ -193,29 +193,13 @@ def stamp_kernel(entry: str, *, exit_stamp: bool) -> Kernel:
 
 # --- probe types -----------------------------------------------------------------------------
 
-def _function(probe: Probe, functions: dict[str, sass.Function]) -> sass.Function:
-    entry = probe.entries[probe.snapshot_length()]
-    if entry not in functions:
-        raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS "
-                               f"(have {sorted(functions)})")
-    return functions[entry]
-
-
 @dataclass(kw_only=True)
-class ThroughputProbe(Probe):
+class ThroughputProbe(OneKernelProbe):
     """One kernel whose timed region is a counted loop: ``ops`` maps the PTX ops per loop
     iteration to themselves (the one "length"); ``check`` verifies the loop (verify_loop)."""
     row: ThroughputRow
     unroll: int = UNROLL
     chains: int = CHAINS
-
-    @property
-    def length(self) -> int:
-        return self.snapshot_length()
-
-    @property
-    def entry(self) -> str:
-        return self.entries[self.length]
 
     @property
     def ops_per_iter(self) -> int:
@@ -234,16 +218,10 @@ class ThroughputProbe(Probe):
         """Results (scalar operations) per thread per loop iteration."""
         return self.ops_per_iter * self.row.results_per_op
 
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        func = _function(self, functions)
-        if len(sass.clock_groups(func)) < 2:
-            return {self.length: []}          # verify_loop names the missing clock read
-        return {self.length: sass.timed_region(func)}
-
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> LoopVerdict:
         return verify_loop(self.name, self.arch, self.unit, self.ops_per_iter,
-                           _function(self, functions))
+                           self.sass_of(functions))
 
 
 class EntryStampProbe(Probe):
@@ -252,11 +230,11 @@ class EntryStampProbe(Probe):
     or computation."""
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        return {0: entry_prologue(self.name, _function(self, functions))}
+        return {0: entry_prologue(self.name, self.sass_of(functions))}
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> StampVerdict:
-        return verify_entry_stamp(self.name, _function(self, functions), regions[0])
+        return verify_entry_stamp(self.name, self.sass_of(functions), regions[0])
 
 
 # --- probe builders ------------------------------------------------------------------------

@@ -19,9 +19,9 @@ import numpy as np
 from ...core import values
 from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
-from ...core.probe import Probe
 from ...core.runner import Launch as Geometry
 from ...core.runner import WHOLE_GPU, Order, Plan
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
@@ -91,16 +91,6 @@ def repeats(session: Context) -> int:
     return WHOLE_GPU.of(session.repeats)
 
 
-def _built(session: Context, probe: Probe) -> Built:
-    """The probe as the driver linked it, from the topic's module (linked once)."""
-    gpu = session.gpu
-    gpu.ensure_alive(probe.name)
-    dev = gpu.dev
-    session.runs.once(("throughput", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    return session.builds.jit(probe, dev)
-
-
 def _input(probe: ThroughputProbe):
     """The `in` buffer: one block of input slots per lane of a warp."""
     import cupy as cp
@@ -166,8 +156,7 @@ def _launch_rows(session: Context, p: ThroughputProbe, fn, reps: int,
 def measure_throughput(session: Context, p: ThroughputProbe, *, reps: int,
                        trips: tuple[int, ...] = TRIPS) -> ThroughputRun:
     """JIT (driver), verify the driver's SASS, launch on every SM, fit."""
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     host, wall, warps = _launch_rows(session, p, built.compiled.function(p.entry), reps, trips)
     spans, sms, warps_per_sm = analysis.trip_spans(host, reps)
     wps = warps // max(1, sms)
@@ -299,8 +288,7 @@ def measure_bar(session: Context, arch: str, threads: int, reps: int) -> BarRun:
     """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
     import cupy as cp
     p = kernels.bar_probe(arch, threads)
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     fn = built.compiled.function(p.entry)
     blocks = session.gpu.dev.sm_count
     wpb = threads // 32
@@ -333,8 +321,7 @@ def bar_sync(session: Context, threads: int, arch: str) -> Measured:
 def _stamps(session: Context, kind: LaunchCost, arch: str):
     """(probe, driver SASS, verdict, launchable function) of a launch-stamp kernel."""
     p = kernels.stamp_probe(kind, arch)
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     return p, p.snapshot_text(built.functions), verdict, built.compiled.function(p.entries[0])
 
 

@@ -147,9 +147,7 @@ class LoadProbe(Probe):
         return next(iter(self.entries.values()))
 
     def function(self, functions: dict[str, sass.Function]) -> sass.Function:
-        if self.entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {self.entry} missing from the SASS")
-        return functions[self.entry]
+        return self.sass_of(functions, next(iter(self.entries)))
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
         return {self.count: sass.timed_region(self.function(functions))}

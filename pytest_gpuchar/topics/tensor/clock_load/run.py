@@ -15,6 +15,7 @@ import numpy as np
 from ....core import values
 from ....core.build import Built, Group
 from ....core.runner import Launch, Plan, Runner
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import draw, pyplot
@@ -147,13 +148,10 @@ def campaign(session: Context, arch: str) -> Campaign:
     def make() -> Campaign:
         gpu = session.gpu
         probes = cl.probes(arch)
-        gpu.ensure_alive("clock_load")
-        session.builds.jit_groups(gpu.dev, groups(arch))
         out = Campaign()
         for load in ORDER:
             p = probes[load]
-            built = session.builds.jit(p, gpu.dev)
-            session.verify(p, built.functions)
+            built, _ = topic.built(session, p, groups)
             iters, recs = run_load(session.runner, load, p, built)
             windows = [cl.window(r) for r in recs]
             blocks, threads = geometry(load, gpu.dev.sm_count)

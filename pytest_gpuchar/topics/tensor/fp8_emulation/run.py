@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ....core.build import Group
 from ....core.runner import Runner
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from . import kernels as fe
@@ -68,15 +69,10 @@ def run_row(session: Context, r: fe.EmulationRow, arch: str) -> EmulationRun:
     fe.require(arch, "hardware: ")
 
     def make() -> EmulationRun:
-        gpu = session.gpu
-        gpu.ensure_alive("fp8_emulated")
-        session.runs.once(("tensor", "fp8_emulated", "jit", gpu.dev.driver),
-                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
         out = EmulationRun(repeats=session.repeats)
         for ilp in fe.ILPS:
             p = fe.probe(r, ilp, arch)
-            built = session.builds.jit(p, gpu.dev)
-            verdict = session.verify(p, built.functions)
+            built, verdict = topic.built(session, p, groups)
             if ilp == 1:
                 out.sass, out.unit = p.snapshot_text(built.functions), dict(verdict.unit)
             skipped: dict = {}

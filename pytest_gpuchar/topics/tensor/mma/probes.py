@@ -55,13 +55,6 @@ def without_filler(func: sass.Function) -> sass.Function:
                          {name: index[at] for name, at in func.labels.items()})
 
 
-def _function(probe: Probe, key: int, functions: dict[str, sass.Function]) -> sass.Function:
-    entry = probe.entries[key]
-    if entry not in functions:
-        raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS")
-    return functions[entry]
-
-
 def loop_body(func: sass.Function) -> list[sass.Instr]:
     """The timed loop's body (label to backward branch), never-executed filler left out;
     ProbeInvalid when the timed region has not exactly one loop (core.loop.one_loop)."""
@@ -133,7 +126,7 @@ class TensorProbe(Probe):
         """Each kernel's whole timed region (the loop and what surrounds it)."""
         out = {}
         for key in self.entries:
-            func = _function(self, key, functions)
+            func = self.sass_of(functions, key)
             out[key] = sass.timed_region(func) if len(sass.clock_groups(func)) >= 2 else []
         return out
 
@@ -148,7 +141,7 @@ class TensorProbe(Probe):
         tensor instructions per trip, loop control named, setup only around it) whose body
         is at least `steps` dependent instructions deep."""
         (key, entry), = self.entries.items()
-        func = _function(self, key, functions)
+        func = self.sass_of(functions, key)
         unit, count = self.loop_unit(key)
         func = without_filler(func)
         v = verify_loop(self.name, self.arch, unit, count, func, ops=self.ops[key] * self.per_op)
@@ -238,7 +231,7 @@ class WgmmaProbe(TensorProbe):
         loops = {}
         for key in sorted(self.entries):
             acc = verify_wgmma_trips(self.name, self.unit[0], self.ops[key],
-                                     _function(self, key, functions),
+                                     self.sass_of(functions, key),
                                      drain_after=not self.is_latency_loop(key))
             loops[key] = {"tensor_per_trip": acc["per_trip"], **{
                 k: acc[k] for k in ("group_control", "loop_control", "body_instructions")}}
@@ -249,7 +242,7 @@ class WgmmaProbe(TensorProbe):
 
     def snapshot_text(self, functions: dict[str, sass.Function]) -> str:
         """Every kernel of the probe (the latency loop first), normalised."""
-        return "".join(sass.normalise(_function(self, k, functions)) for k in sorted(self.entries))
+        return "".join(sass.normalise(self.sass_of(functions, k)) for k in sorted(self.entries))
 
     def snapshot_header(self, tool: toolchain.Tool) -> str:
         return f"// {self.name} ({self.arch}, {tool.name} {tool.version})\n"

@@ -11,6 +11,7 @@ import numpy as np
 
 from ....core.build import Built, Group
 from ....core.runner import Launch, Plan, Refused, Runner
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import draw, pyplot
@@ -126,11 +127,7 @@ def row_run(session: Context, r: DepthRow, arch: str) -> RowRun:
     p = wd.probe(r)
 
     def make() -> RowRun:
-        gpu = session.gpu
-        gpu.ensure_alive(p.name)
-        session.runs.once(("tensor", "wgmma_depth", "jit", gpu.dev.driver),
-                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
-        built = session.builds.jit(p, gpu.dev)
+        built = topic.linked(session, p, groups)
         wd.check_wgmma_log(p.name, built.compiled.info_log)
         verdict = session.verify(p, built.functions)
         skipped: dict = {}
