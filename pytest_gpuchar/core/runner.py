@@ -30,6 +30,7 @@ from typing import Any, Callable, Hashable, Mapping
 import numpy as np
 
 from . import timing, values
+from .driver import TensorMapRejected  # noqa: F401 - what a topic catches from tensor_map
 from .gpu import PASSES, Gpu, LaunchRefused
 from .probe import Probe
 
@@ -235,6 +236,12 @@ class Runner:
             self._launcher = ClusterLauncher(self.gpu)
         return self._launcher
 
+    def tensor_map(self, address: int, dims: tuple[int, ...], strides: tuple[int, ...],
+                   box: tuple[int, ...]):
+        """A tiled tensor map of u32 elements over device memory at `address`
+        (core.driver: cuTensorMapEncodeTiled); a refusal raises TensorMapRejected."""
+        return self.launcher.driver.encode_tiled(address, dims, strides, box)
+
     def enqueue(self, fn, launch: Launch, args: tuple, *, name: str) -> None:
         """Enqueue one launch, untimed (a warm-up walk, an extra launch of a plan's
         `before`); a launch the driver refuses raises LaunchRefused."""
@@ -390,6 +397,29 @@ class Runner:
     def to_device(values: np.ndarray):
         import cupy as cp
         return cp.asarray(values)
+
+    @staticmethod
+    def full(shape, value, dtype):
+        """A device array of `shape` filled with `value` (NaN: an output never written)."""
+        import cupy as cp
+        return cp.full(shape, value, dtype)
+
+    @staticmethod
+    def scatter(buf, idx: np.ndarray, values: np.ndarray) -> None:
+        """buf[idx] = values on the device (both uploaded first, the values before the
+        indices)."""
+        import cupy as cp
+        buf[cp.asarray(idx)] = cp.asarray(values)
+
+    @staticmethod
+    def function_attribute(fn, name: str, code: int) -> int:
+        """A kernel's attribute (registers, static shared bytes): CuPy's `name` where it has
+        it, else cuFuncGetAttribute(`code`)."""
+        v = getattr(fn, name, None)
+        if v is None:
+            from cupy.cuda import driver
+            v = driver.funcGetAttribute(code, fn.ptr)
+        return int(v)
 
     def buffer(self, name: str, nbytes: int):
         """A zeroed device buffer of u64 words, made once per name for the session (made

@@ -175,3 +175,29 @@ def test_no_module_over_600_lines_and_no_function_over_80():
                 if n > MAX_FUNCTION_LINES:
                     long_functions.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
     assert (long_modules, long_functions) == ([], [])
+
+
+DEVICE_MODULES = ("cupy", "cuda")    # CuPy and NVIDIA's CUDA Python bindings
+
+
+def _external_imports(path: Path) -> set[str]:
+    """The absolute module names a file imports (inside functions too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_no_topic_touches_the_device_but_through_the_core():
+    """The device boundary: a topic's buffers, readback, launches and tensor maps go through
+    core.runner's Runner; no topic imports CuPy, the CUDA bindings or core.driver."""
+    bad = []
+    for path in sorted((PKG / "topics").rglob("*.py")):
+        mod = _module_name(path)
+        bad += [f"{mod} -> {name}" for name in sorted(_external_imports(path))
+                if name.split(".")[0] in DEVICE_MODULES]
+        bad += [f"{mod} -> {t}" for t in sorted(imports()[mod]) if t == f"{NAME}.core.driver"]
+    assert bad == []

@@ -16,7 +16,7 @@ import numpy as np
 
 from ...core.build import Group
 from ...core.probe import NotApplicable
-from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan
+from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan, Runner
 from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
@@ -78,15 +78,6 @@ def repeats(session: Context) -> int:
     return WHOLE_GPU.of(session.repeats)
 
 
-def _attribute(fn, name: str, code: int) -> int:
-    """A function attribute (registers, static shared bytes) from CuPy or the driver."""
-    v = getattr(fn, name, None)
-    if v is None:
-        from cupy.cuda import driver
-        v = driver.funcGetAttribute(code, fn.ptr)
-    return int(v)
-
-
 # --- per kernel: buffers, arguments, output check ------------------------------------------
 
 @dataclass
@@ -99,10 +90,9 @@ class Launchable:
 
 
 def _knn(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     n = size.dims[0]
     inp = analysis.knn_inputs(n, gen)
-    d_loc, d_out = cp.asarray(inp["locations"]), cp.full(n, np.nan, np.float32)
+    d_loc, d_out = Runner.to_device(inp["locations"]), Runner.full(n, np.nan, np.float32)
 
     def check() -> list[str]:
         got = d_out.get()
@@ -114,11 +104,10 @@ def _knn(size: Size, gen: np.random.Generator) -> Launchable:
 
 
 def _mm(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     h_a, w_a, w_b = size.dims
     inp = analysis.mm_inputs(h_a, w_a, w_b, gen)
-    d_a, d_b = cp.asarray(inp["A"]), cp.asarray(inp["B"])
-    d_c = cp.full((h_a, w_b), np.nan, np.float32)
+    d_a, d_b = Runner.to_device(inp["A"]), Runner.to_device(inp["B"])
+    d_c = Runner.full((h_a, w_b), np.nan, np.float32)
     rows = np.unique(np.concatenate([[0, h_a - 1], gen.choice(h_a, min(SAMPLE_ROWS, h_a),
                                                              replace=False)]))
 
@@ -132,12 +121,11 @@ def _mm(size: Size, gen: np.random.Generator) -> Launchable:
 
 
 def _hotspot(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     rows, cols = size.dims
     inp = analysis.hotspot_inputs(rows, cols, gen)
     c = inp["coeffs"]
-    d_power, d_src = cp.asarray(inp["power"]), cp.asarray(inp["temp"])
-    d_dst = cp.full((rows, cols), np.nan, np.float32)
+    d_power, d_src = Runner.to_device(inp["power"]), Runner.to_device(inp["temp"])
+    d_dst = Runner.full((rows, cols), np.nan, np.float32)
 
     def check() -> list[str]:
         ref = analysis.hotspot_reference(inp["temp"], inp["power"], c)
@@ -196,9 +184,10 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     if any(s.unwritten for s in spans):
         checks.append(f"{size.id}: {max(s.unwritten for s in spans)} of {warps} warps wrote "
                       f"no stamp record")
+    attribute = Runner.function_attribute
     return KernelRun(size, analysis.kernel_cycles(spans), spans,
-                     _attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
-                     _attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                     attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
+                     attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
                      probe.snapshot_text(built.functions), checks,
                      float(statistics.median(ms * 1000.0 for ms in out.timed_ms(size.id))),
                      len(host))

@@ -76,11 +76,10 @@ class ChainRun:
 def chain_plan(probe: DpxProbe, compiled, repeats: int, words: dict) -> Plan:
     """1 + `repeats` one-thread launches per chain length (one batch, one wait); each
     length's input words (drawn into `words`) uploaded before its records are allocated."""
-    import cupy as cp
 
     def args(n):
         words[n] = analysis.input_words(len(probe.inputs[n]))
-        d_in = cp.asarray(words[n])
+        d_in = Runner.to_device(words[n])
         return lambda r, rec: (rec, d_in, np.uint32(PASSES))
     return Plan(probe.name, {n: compiled.function(e) for n, e in probe.entries.items()},
                 Launch((1,), (1,)), args, repeats, record=lambda n: (probe.out_slots[n],),
@@ -151,14 +150,13 @@ def launch_loop(runner: Runner, probe: LoopProbe, compiled, repeats: int,
     """1 + `repeats` whole-GPU launches per trip count (the first a warm-up), every trip
     count's records allocated first, one wait: (trip -> (repeats, warps, 3) records, dynamic
     shared memory per block)."""
-    import cupy as cp
     dev = runner.gpu.dev
     blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
     smem = analysis.dynamic_smem(dev.shared_per_sm, BLOCKS_PER_SM)
     words = analysis.input_words(32 * max(1, len(probe.inputs[probe.length])))
-    d_in = cp.asarray(words)
-    d_res = cp.zeros(threads * probe.out_slots[probe.length], dtype=np.uint64)
+    d_in = Runner.to_device(words)
+    d_res = Runner.zeros(threads * probe.out_slots[probe.length], dtype=np.uint64)
     fn = compiled.function(probe.entry)
     out = runner.measure(Plan(
         probe.name, {t: fn for t in trips}, Launch((blocks,), (BLOCK,), smem=smem),

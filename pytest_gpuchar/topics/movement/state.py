@@ -13,7 +13,7 @@ import numpy as np
 from ...core.build import Built
 from ...core.gpu import PASSES
 from ...core.probe import Probe
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
 from ...core import topic
 from ...core.topic import Context
 from ...core.verify import Verdict
@@ -126,9 +126,8 @@ def address(buf) -> int:
 
 def upload(buf, idx: np.ndarray, values: np.ndarray, dtype) -> None:
     """Write `values` at word indices `idx` of `buf` viewed as `dtype`."""
-    import cupy as cp
     view = buf.view(dtype)
-    view[cp.asarray(np.asarray(idx, dtype=np.int64))] = cp.asarray(values.astype(dtype))
+    Runner.scatter(view, np.asarray(idx, dtype=np.int64), values.astype(dtype))
 
 
 def rng(session: Context) -> np.random.Generator:

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...core.build import Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
 from ...core.topic import Context, Notes
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -89,14 +89,13 @@ def verify(session: Context, s: fw.Fp8WgmmaRow):
 
 def run_bits(session: Context, s: fw.Fp8WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T 64x8 tiles given as bit patterns, one launch (a warpgroup a tile)."""
-    import cupy as cp
     verify(session, s)
     name = f"numerics/{s.name}"
     session.gpu.ensure_alive(name)
     T = a_bits.shape[0]
-    gab = cp.asarray(fw.pack_ab(s, a_bits, b_bits))
-    gc = cp.asarray(fw.pack_c(c_bits))
-    gd = cp.zeros((T, fw.THREADS, s.n // 2), dtype=cp.uint32)
+    gab = Runner.to_device(fw.pack_ab(s, a_bits, b_bits))
+    gc = Runner.to_device(fw.pack_c(c_bits))
+    gd = Runner.zeros((T, fw.THREADS, s.n // 2), dtype=np.uint32)
     fn = _built(session, s).compiled.function(s.entry)
     session.runner.once(name, fn, Launch((T,), (fw.THREADS,)), (gab, gc, gd, np.uint32(T)))
     return fw.unpack_d(gd.get(), s.n)

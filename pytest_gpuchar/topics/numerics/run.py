@@ -15,7 +15,7 @@ import numpy as np
 from ...core import archs
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
 from ...core.topic import Checked, Context, Notes
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
@@ -77,15 +77,14 @@ def sass_text(session: Context, s: MmaRow) -> str:
 
 def run_bits(session: Context, s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T tiles given as bit patterns, one launch (THREADS per block)."""
-    import cupy as cp
     verify(session, s)
     name = f"numerics/{s.name}"
     session.gpu.ensure_alive(name)
     T = a_bits.shape[0]
-    ga = cp.asarray(kernels.pack(s, "a", a_bits))
-    gb = cp.asarray(kernels.pack(s, "b", b_bits))
-    gc = cp.asarray(kernels.pack(s, "c", c_bits))
-    gd = cp.zeros((T, 32, kernels.n_regs(s, "c")), dtype=cp.uint32)
+    ga = Runner.to_device(kernels.pack(s, "a", a_bits))
+    gb = Runner.to_device(kernels.pack(s, "b", b_bits))
+    gc = Runner.to_device(kernels.pack(s, "c", c_bits))
+    gd = Runner.zeros((T, 32, kernels.n_regs(s, "c")), dtype=np.uint32)
     fn = _built(session, s).compiled.function(s.entry)
     blocks = (T * 32 + THREADS - 1) // THREADS
     session.runner.once(name, fn, Launch((blocks,), (THREADS,)),

@@ -20,7 +20,7 @@ from ...core import values
 from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.runner import Launch as Geometry
-from ...core.runner import WHOLE_GPU, Order, Plan
+from ...core.runner import WHOLE_GPU, Order, Plan, Runner
 from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
@@ -93,8 +93,7 @@ def repeats(session: Context) -> int:
 
 def _input(probe: ThroughputProbe):
     """The `in` buffer: one block of input slots per lane of a warp."""
-    import cupy as cp
-    return cp.asarray(np.tile(np.frombuffer(values.input_buffer(probe.slots), np.uint8), 32))
+    return Runner.to_device(np.tile(np.frombuffer(values.input_buffer(probe.slots), np.uint8), 32))
 
 
 def _by_trip(d: dict) -> dict[str, object]:
@@ -138,13 +137,12 @@ def _launch_rows(session: Context, p: ThroughputProbe, fn, reps: int,
     """1 + `reps` launches per trip count on every SM (the first a warm-up; trip counts
     interleaved repeat by repeat), each timed by its events and waited for under the
     watchdog: (records per trip, wall ms per trip, warps)."""
-    import cupy as cp
     dev = session.gpu.dev
     blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
     warps = threads // 32
     d_in = _input(p)
-    d_res = cp.zeros(threads * p.result_slots, dtype=np.uint64)
+    d_res = Runner.zeros(threads * p.result_slots, dtype=np.uint64)
     out = session.runner.measure(Plan(
         p.name, {t: fn for t in trips},
         Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm)),
@@ -260,13 +258,12 @@ def benchmark(bench, session: Context, row: ThroughputRow, arch: str) -> None:
 def launcher(session: Context, m: ThroughputRun, trips: int = TRIPS[-1]):
     """A callable that launches the row's kernel once on every SM and waits for it (the
     timer pytest-benchmark uses then measures a synchronised launch)."""
-    import cupy as cp
     dev, p = session.gpu.dev, m.probe
     fn = m.built.compiled.function(p.entry)
     blocks = dev.sm_count * BLOCKS_PER_SM
     d_in = _input(p)
-    d_res = cp.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
-    rec = cp.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
+    d_res = Runner.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
+    rec = Runner.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
     geometry = Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm))
 
     def once():
@@ -286,14 +283,13 @@ class BarRun:
 
 def measure_bar(session: Context, arch: str, threads: int, reps: int) -> BarRun:
     """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
-    import cupy as cp
     p = kernels.bar_probe(arch, threads)
     built, verdict = topic.built(session, p, groups)
     fn = built.compiled.function(p.entry)
     blocks = session.gpu.dev.sm_count
     wpb = threads // 32
     d_in = _input(p)
-    d_res = cp.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
+    d_res = Runner.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
     out = session.runner.measure(Plan(
         p.name, {t: fn for t in BAR_TRIPS}, Geometry((blocks,), (threads,)),
         lambda t: (lambda r, rec: (rec, d_res, d_in, np.uint32(t))), reps,

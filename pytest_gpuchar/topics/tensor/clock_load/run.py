@@ -94,18 +94,17 @@ class Buffers:
 
 
 def buffers(load: Load, probe: cl.LoadProbe, blocks: int, threads: int) -> Buffers:
-    import cupy as cp
-    res = cp.zeros(blocks * threads, dtype=np.uint32)
+    res = Runner.zeros(blocks * threads, dtype=np.uint32)
     if load is Load.WGMMA:
         fill, meta = wgmma_inputs(cl.WGMMA_ROW, probe.name)
-        f, m = cp.asarray(fill), cp.asarray(meta)
+        f, m = Runner.to_device(fill), Runner.to_device(meta)
         return Buffers(lambda rec, it: (rec, res, f, m, np.uint32(it)), [res, f, m])
     if load is Load.HBM:
-        data = cp.arange(cl.STREAM_WORDS16 * 4, dtype=np.uint32)
+        data = Runner.to_device(np.arange(cl.STREAM_WORDS16 * 4, dtype=np.uint32))
         return Buffers(lambda rec, it: (rec, res, data, np.uint32(it)), [res, data])
     slots = next(iter(probe.inputs.values())) if probe.inputs else []
     words = np.frombuffer(values.input_buffer(slots), np.uint8)
-    d_in = cp.asarray(np.tile(words, 32))
+    d_in = Runner.to_device(np.tile(words, 32))
     return Buffers(lambda rec, it: (rec, res, d_in, np.uint32(it)), [res, d_in])
 
 

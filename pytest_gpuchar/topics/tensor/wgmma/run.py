@@ -79,10 +79,9 @@ def launch(runner: Runner, p: wd.DepthProbe, compiled, reps: int,
     """Every (config, warpgroups) x trip count, 1 + reps launches each (one batch, one wait):
     {(config key, warpgroups): {trip: [(starts, ends) per repeat]}}. A block size the
     kernel's registers or the driver refuse goes to `skipped`."""
-    import cupy as cp
     fill, meta = inputs(p.row, p.name)
-    d_fill, d_in = cp.asarray(fill), cp.asarray(meta)
-    d_res = cp.zeros(wd.THREADS_MAX, dtype=np.uint32)
+    d_fill, d_in = Runner.to_device(fill), Runner.to_device(meta)
+    d_res = Runner.zeros(wd.THREADS_MAX, dtype=np.uint32)
     plans, labels = [], []
     for key, entry in sorted(p.entries.items()):
         fn = compiled.function(entry)
