@@ -150,7 +150,7 @@ def intended(b: ptxparse.PtxBody) -> dict[str, tuple[int, Match]]:
 
 
 def _count(region: list[sass.Instr], pat: str, how: Match = Match.EXACT) -> int:
-    hits = [i for i in region if i.pred != "@!PT" and matches(i.opcode, pat)]
+    hits = [i for i in region if not loop.predicated_off(i) and matches(i.opcode, pat)]
     return sum(sass_bytes(i.opcode) for i in hits) if how is Match.BYTES else len(hits)
 
 

@@ -37,12 +37,10 @@ class Unsupported(NotApplicable):
     """The arch lacks this shape/type: the reason, given before any ptxas run (a skip)."""
 
 
-def never_executed(ins: sass.Instr) -> bool:
-    """Scheduling filler between dependent tensor instructions, not part of the probe: NOP
-    (the driver JIT of 580.x pads HMMA chains with them) and instructions predicated on
-    !PT / !UPT that never execute ('@!UPT UIADD3 URZ, URZ, URZ, URZ', ptxas 13.x). They are
-    left out of the verified region (core.loop.never_executed)."""
-    return loop.never_executed(ins)
+# Scheduling filler between dependent tensor instructions is left out of the verified region
+# (core.loop.never_executed): NOP (the driver JIT of 580.x pads HMMA chains with them) and the
+# never-executed '@!UPT UIADD3 URZ, URZ, URZ, URZ' of ptxas 13.x.
+never_executed = loop.never_executed
 
 
 def without_filler(func: sass.Function) -> sass.Function:
