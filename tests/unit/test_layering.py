@@ -201,3 +201,25 @@ def test_no_topic_touches_the_device_but_through_the_core():
                 if name.split(".")[0] in DEVICE_MODULES]
         bad += [f"{mod} -> {t}" for t in sorted(imports()[mod]) if t == f"{NAME}.core.driver"]
     assert bad == []
+
+
+def _topic_trees():
+    for path in sorted((PKG / "topics").rglob("*.py")):
+        yield _module_name(path), ast.parse(path.read_text(), str(path))
+
+
+def test_topics_make_figures_only_through_the_measurement_constructors():
+    """Every figure through Measurement.of_fit / of_rate / of_value (results/judge.py), each
+    with its own spread: no topic calls Measurement(...) itself."""
+    bad = [f"{mod}:{n.lineno}" for mod, tree in _topic_trees() for n in ast.walk(tree)
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+           and n.func.id == "Measurement"]
+    assert bad == []
+
+
+def test_the_never_executed_rule_lives_in_the_core():
+    """A topic leaves never-executed SASS out through core.loop (predicated_off,
+    never_executed), never by a predicate string of its own."""
+    bad = [f"{mod}:{n.lineno}" for mod, tree in _topic_trees() for n in ast.walk(tree)
+           if isinstance(n, ast.Constant) and n.value in ("@!PT", "@!UPT")]
+    assert bad == []

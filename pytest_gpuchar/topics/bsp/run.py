@@ -270,22 +270,23 @@ def prediction(session: Context, size: Size, arch: str) -> Measured:
             "divisor_needed": _finite(analysis.divisor(m.prediction, m.device, m.launch, got)),
             "tolerance": tol("predicted_cycles")}
     return Measured(
-        Measurement(f"{key}.measured_cycles", got, "cycles", run.cycles.spread, unstable,
-                    method=METHOD.format(reps=run.reps, grid=list(size.grid),
-                                         block=list(size.block)),
-                    data=_measured_data(run, session)),
-        Measurement(f"{key}.predicted_cycles", pred, "cycles",
-                    method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
-                                                    mu_source=MU_SOURCE), data=data),
+        Measurement.of_value(f"{key}.measured_cycles", got, "cycles", spread=run.cycles.spread,
+                             unstable=unstable,
+                             method=METHOD.format(reps=run.reps, grid=list(size.grid),
+                                                  block=list(size.block)),
+                             data=_measured_data(run, session)),
+        Measurement.of_value(f"{key}.predicted_cycles", pred, "cycles", spread=None,
+                             method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
+                                                             mu_source=MU_SOURCE), data=data),
         # the error carries the measured cycles' scatter over the launches: d|p - m| / m =
         # (p / m) dm / m (KNN 42764: 39 of 870 cycles moves the error by 0.076)
-        Measurement(f"{key}.error", analysis.error_ratio(got, pred), "ratio",
-                    pred / got * (run.cycles.spread or 0.0) / got if got else None,
-                    unstable=unstable,
-                    method=METHOD_ERROR,
-                    data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
-                          "signed": round((pred - got) / got, 4) if got else None,
-                          "error_l2_resident": round(analysis.error_ratio(
-                              got, l2.prediction.cycles), 4),
-                          "tolerance": error_tolerance(pred, got)}),
+        Measurement.of_value(f"{key}.error", analysis.error_ratio(got, pred), "ratio",
+                             spread=pred / got * (run.cycles.spread or 0.0) / got if got else None,
+                             unstable=unstable,
+                             method=METHOD_ERROR,
+                             data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
+                                   "signed": round((pred - got) / got, 4) if got else None,
+                                   "error_l2_resident": round(analysis.error_ratio(
+                                       got, l2.prediction.cycles), 4),
+                                   "tolerance": error_tolerance(pred, got)}),
         sass=run.sass, checks=run.checks)

@@ -112,6 +112,7 @@ class CallRate:
     spans: dict               # trip -> per-repeat median (over SMs) busy cycles
     warps_per_sm: list[int]
     intercept: float
+    residual: float = float("nan")     # the fit's largest deviation from its line (cycles)
 
 
 def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
@@ -135,7 +136,7 @@ def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
         why = f"warps per SM differ between SMs ({sorted(warps)}): blocks were not spread " \
               f"evenly" + (f"; {why}" if why else "")
     return CallRate(value, (max(rates) - min(rates)) if rates else float("nan"), bool(why), why,
-                rates, spans, sorted(warps), f.intercept)
+                rates, spans, sorted(warps), f.intercept, f.residual)
 
 
 def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:

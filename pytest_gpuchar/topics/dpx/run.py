@@ -189,7 +189,7 @@ def throughput(session: Context, row: DpxRow, arch: str) -> Measured:
                                 unroll=kernels.UNROLL, intrinsic=row.intrinsic,
                                 trips=list(TRIPS), reps=len(r.rates), sass=row.unit[0],
                                 per_iter=run.probe.ops[run.probe.length])
-    rate = Rate(r.rate, r.spread, r.rates, r.intercept, 0.0, r.unstable, r.why,
+    rate = Rate(r.rate, r.spread, r.rates, r.intercept, r.residual, r.unstable, r.why,
                 {t: float(np.median(v)) for t, v in r.spans.items()})
     m = Measurement.of_rate(f"dpx.throughput.{row.name}", rate, "ops/clk/SM", method=method,
                            data={"sass_unit": run.unit, "loop_control": run.loop_control,

@@ -144,9 +144,9 @@ def clock_overhead(session: Context, arch: str, clock64: bool) -> Measured:
                                                     "cpi.mov.u32.clock"]
     reads = [i.text for r in sass.clock_reads(run.built.functions[run.probe.entries[0]])
              for i in r]
-    return Measured(*[Measurement(
+    return Measured(*[Measurement.of_value(
         key, value, "cycles" if key.startswith("overhead") else "cycles/op",
-        float(max(samples) - min(samples)),
+        spread=float(max(samples) - min(samples)),
         method="median cycles between two back-to-back clock reads (empty region)",
         data={"samples": samples, "sass": reads}) for key in keys])
 
@@ -155,9 +155,9 @@ def table_i(session: Context, arch: str, n: int) -> Measured:
     """CPI of n independent add.u32 = cycles(region) / n, as the paper measured it."""
     probe = kernels.table_i_probe(rows.row("add.u32"), arch, rows.TABLE_I_COUNTS)
     samples = measured(session, probe).cycles[n]
-    return Measured(Measurement(
+    return Measured(Measurement.of_value(
         f"table_i.cpi.n{n}", statistics.median(samples) / n, "cycles/op",
-        (max(samples) - min(samples)) / n,
+        spread=(max(samples) - min(samples)) / n,
         method="paper's method: cycles of one timed region of n independent add.u32 / n",
         data={"samples": samples}))
 

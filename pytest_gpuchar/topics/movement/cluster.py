@@ -210,7 +210,8 @@ def launch(session: Context, c: int, arch: str) -> Measured:
         plain = session.runs.once(("movement", "launch", 1), lambda: None)[0]
         data["ratio_to_plain"] = round(res.value / plain.value, 3) if plain.value else None
     how = "" if c == 1 else f", clusters of {c} (cluster-dimension launch attribute)"
-    return Measured(Measurement(
-        f"movement.cluster.launch.{label}", res.value, "cycles", res.spread, res.why,
+    return Measured(Measurement.of_value(
+        f"movement.cluster.launch.{label}", res.value, "cycles", spread=res.spread,
+        unstable=res.why,
         method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how, reps=reps),
         data=data), sass=st.sass(session, probe))

@@ -170,11 +170,11 @@ def question(session: Context, record: Notes, row: q.Fp8Row, arch: str) -> Measu
     if value is None:
         record.note(Result(row.key, arch, Status.INFO, method=method, detail=got.detail[:300]))
         raise NotApplicable(f"{row.key}: {got.detail[:200]}")
-    return Measured(Measurement(row.key, value, unit, method=method,
-                                detail=f"consistent modes: {got.modes}" if mode else "",
-                                data={"tolerance": tolerances.of("numerics", unit),
-                                      "modes": got.modes,
-                                      "cases": [str(c) for c in got.cases[:40]]}))
+    return Measured(Measurement.of_value(row.key, value, unit, spread=None, method=method,
+                                         detail=f"consistent modes: {got.modes}" if mode else "",
+                                         data={"tolerance": tolerances.of("numerics", unit),
+                                               "modes": got.modes,
+                                               "cases": [str(c) for c in got.cases[:40]]}))
 
 
 # --- bit-exact snapshot -------------------------------------------------------------------
@@ -220,10 +220,10 @@ def k_growth(session: Context, in_type: str, arch: str,
     method = (f"A (64 x K) @ B (K x 8), normal(0,1) draws rounded to {in_type} (RNE), 8 tiles, "
               f"chained {s.instruction} over K/32 steps (C = previous D, f32), mean l2 "
               f"relative error against the exact product (math.fsum of the exact products)")
-    figures = [Measurement(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k], "error",
-                           method=method,
-                           data={"tolerance": tolerances.of("numerics", "k_errors"),
-                                 "models": {m: v[k] for m, v in models.items()}})
+    figures = [Measurement.of_value(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k],
+                                    "error", spread=None, method=method,
+                                    data={"tolerance": tolerances.of("numerics", "k_errors"),
+                                          "models": {m: v[k] for m, v in models.items()}})
                for k in q.K_REPORTED]
     _plot(artifact, scratch, in_type, arch, measured, models)
     return Measured(*figures, checks=checks)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...core import values
 from ...core.build import Built, Group
-from ...core.fit import Fit, Rate, fit
+from ...core.fit import Fit, Rate, fit, residual
 from ...core.runner import Launch as Geometry
 from ...core.runner import WHOLE_GPU, Order, Plan, Runner
 from ...core import topic
@@ -125,8 +125,10 @@ class ThroughputRun:
         """The rate (results/clk/SM, the inverse of the fitted slope) for
         Measurement.of_rate."""
         med = {t: float(statistics.median(v)) for t, v in self.cycles.items()}
-        return Rate(self.rate, self.spread, self.rates, self.fit_intercept, 0.0, self.unstable,
-                    self.why, med)
+        off = residual(med, self.results_per_sm, 1.0 / self.rate, self.fit_intercept) \
+            if self.rate > 0 else float("nan")
+        return Rate(self.rate, self.spread, self.rates, self.fit_intercept, off,
+                    self.unstable, self.why, med)
 
     def sass(self) -> str:
         return self.probe.snapshot_text(self.built.functions)
@@ -197,16 +199,16 @@ def fma(session: Context, row: ThroughputRow, arch: str) -> Measured:
                                   method=m.method, data=data)]
     if peak:
         frac = m.rate / peak
-        figures.append(Measurement(
-            f"throughput.peak_fraction.{row.name}", frac, "ratio",
+        figures.append(Measurement.of_value(
+            f"throughput.peak_fraction.{row.name}", frac, "ratio", spread=None,
             method=f"measured fma/clk/SM over the documented peak {peak:g} ({rows.PEAK_SOURCE})",
             detail=(f"{unit} ({row.unit_fu}) reached {frac:.1%} of its documented peak "
                     f"{peak:g} fma/clk/SM ({m.rate:.1f} measured)"),
             data={"peak": peak, "tolerance": tol("peak_fraction")}))
     if row.name != "ffma":
         base = measured(session, rows.ROWS["ffma"], arch)
-        figures.append(Measurement(
-            f"throughput.ratio.{row.name}_per_ffma", m.rate / base.rate, "ratio",
+        figures.append(Measurement.of_value(
+            f"throughput.ratio.{row.name}_per_ffma", m.rate / base.rate, "ratio", spread=None,
             method="measured fma/clk/SM of this row over FFMA's (same method)",
             data={"ffma": base.rate, "tolerance": tol("fma")}))
     return Measured(*figures, sass=m.sass())
@@ -388,8 +390,8 @@ def issue_cycle(session: Context, arch: str) -> Measured:
     if "ffma" not in rates:
         rates["ffma"] = measured(session, rows.ROWS["ffma"], arch).rate
     best = max(rates, key=rates.get)
-    return Measured(Measurement(
-        "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles",
+    return Measured(Measurement.of_value(
+        "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles", spread=None,
         method=METHOD_LAUNCH[LaunchCost.ISSUE_CYCLE],
         data={"fastest_row": best, "rate": rates[best], "rows_seen": len(rates),
               "tolerance": tol(TOL_LAUNCH[LaunchCost.ISSUE_CYCLE])}))

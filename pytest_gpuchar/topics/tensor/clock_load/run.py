@@ -167,11 +167,14 @@ def campaign(session: Context, arch: str) -> Campaign:
 # --- the figures ----------------------------------------------------------------------------
 
 def _figure(key: str, value: float, spread: float, unit: str, method: str, data: dict,
-            detail: str = "", kind: str | None = None) -> Measurement:
+            detail: str = "", kind: str | None = None, why: str | None = None) -> Measurement:
+    """A figure of the campaign; unstable (unless `why` says otherwise) when its spread over
+    the sustained windows exceeds 1% of its value."""
     if kind is None:
         kind = "clock" if key.endswith(CLOCK_FIGURES) else "clock_load"
-    why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
-           if spread > 0.01 * abs(value) else "")
+    if why is None:
+        why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
+               if spread > 0.01 * abs(value) else "")
     m = Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
                              data={"tolerance": tol(kind), **data})
     m.detail = detail
@@ -204,14 +207,14 @@ def load_figures(session: Context, load: Load, arch: str) -> Measured:
     figs = [_figure(f"{key}.sm_clock_mhz", mhz, mhz_sp, "MHz", method, data)]
     if load is not Load.IDLE:
         idle = c.summaries[Load.IDLE].mhz()[0]
-        first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz, 0.0, "MHz", method,
-                        {"window_s": WINDOW_S}, kind="first_clock")
         # one sample of the ramp from the boost clock down to the sustained clock: where on it
         # the first window falls moves from night to night, so its spread, the nightly's noise,
         # is the ramp's height, and no less than the range this load's windows span: one
         # window is one draw of a clock that the same run saw anywhere in it (docs/hopper.md,
-        # lab notes)
-        first.spread = first_window_spread([w.mhz for w in s.windows], mhz)
+        # lab notes); that spread is the figure's scatter, not a sign it is unstable
+        first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz,
+                        first_window_spread([w.mhz for w in s.windows], mhz), "MHz", method,
+                        {"window_s": WINDOW_S}, kind="first_clock", why="")
         figs += [first,
                  _figure(f"{key}.sm_clock_vs_idle", mhz / idle, mhz_sp / idle, "ratio",
                          f"sustained SM clock under {load} over the idle clock ({idle:.0f} MHz)",

@@ -138,7 +138,7 @@ def row_run(session: Context, r: DepthRow, arch: str) -> RowRun:
 
 # --- the figures --------------------------------------------------------------------------
 
-def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
+def _figure(key: str, value, spread: float | None, why: str, unit: str, method: str,
             data: dict) -> Measurement:
     return Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
                                 data=data)
@@ -161,7 +161,8 @@ def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     pt = run.point(LATENCY, 1)
     if pt is None:
         return []
-    return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, 0.0, pt.why, "cycles",
+    return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, pt.warp_spread, pt.why,
+                    "cycles",
                     "cycles per trip of the loop whose trip is one wgmma from fence to "
                     "wait_group 0 complete (1 warpgroup, one accumulator; the trip's loop "
                     f"control {run.trips[LATENCY.tag]['loop_control']} included; the "
@@ -175,7 +176,7 @@ def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     data = {"grid": wa.grid(run.points), "skipped": run.skipped, "peak": r.peak,
             "peak_source": r.peak_source}
     if top is None:
-        return [_figure(f"{r.key}.throughput", float("nan"), 0.0, "no stable point",
+        return [_figure(f"{r.key}.throughput", float("nan"), None, "no stable point",
                         "flop/clk/SM", method, data)]
     over = wa.higher_unstable(run.points, top)
     why = (f"a higher point was unstable: {over.throughput:.0f} at {over.label} ({over.why})"
@@ -204,7 +205,8 @@ def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
                            "documented peak", {"tolerance": tol("depth_fraction")}))
     hit = wa.concurrency_to(points, 0.95, r.peak)
     if hit is not None:
-        out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)), 0.0, "",
+        out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)),
+                           wa.concurrency_spread(points, 0.95, r.peak), "",
                            "count", f"fewest wgmma in flight per SM (warpgroups x chains x "
                            f"groups in flight) whose stable throughput reaches 95% of the peak: "
                            f"{hit.label}", {"tolerance": tol("depth_point"), "point": hit.label}))
