@@ -98,6 +98,14 @@ class Context(Protocol):
 
     def verify(self, probe: Probe, functions: dict, compiler: str | None = None) -> Verdict: ...
 
+    # the declaration policy (core.declarations) with the session's expectation files: a
+    # figure found invalid though its probe is valid asks `unmeasurable` (a declared fact is
+    # skipped with the reason), one found measurable asks `not_declared` (a stale declaration
+    # fails)
+    def unmeasurable(self, arch: str, name: str, verdict: str, compiler: str = "") -> None: ...
+
+    def not_declared(self, arch: str, name: str, compiler: str = "") -> None: ...
+
     def provenance(self) -> dict: ...
 
 
