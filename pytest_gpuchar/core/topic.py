@@ -33,11 +33,18 @@ class TopicInfo:
     """A topic: its name (the prefix of its keys and its package), what it measures, whether
     its keys have a directory of expectation files of their own, and whether its hardware
     figures compare the driver's SASS with the offline ptxas of the driver's CUDA version
-    (a hardware run then assembles its modules with that ptxas too)."""
+    (a hardware run then assembles its modules with that ptxas too). `package`: the import
+    name of its code (default pytest_gpuchar.topics.<name>; a topic kept outside the suite,
+    registered with ``register``, names its own)."""
     name: str
     doc: str
     own_files: bool = True
     jit_vs_ptxas: bool = False
+    package: str = ""
+
+    @property
+    def module(self) -> str:
+        return self.package or f"pytest_gpuchar.topics.{self.name}"
 
 
 TOPICS: dict[str, TopicInfo] = {t.name: t for t in (
@@ -53,6 +60,27 @@ TOPICS: dict[str, TopicInfo] = {t.name: t for t in (
     TopicInfo("bsp", "Many-BSP predictions (seed 002) of Hotspot, KNN, MM against measured "
                      "cycles"),
 )}
+
+
+class TopicTaken(ValueError):
+    """A topic registered under a name another topic has."""
+
+
+def register(info: TopicInfo) -> TopicInfo:
+    """Add a topic kept outside the suite's package (a conftest.py or a plugin calls this
+    before collection; docs/new-topic.md). Its keys live in the instruction tables' files
+    (expectations/<arch>.yaml): a topic with a directory of expectation files of its own is
+    one of the suite's, listed in TOPICS above. Registering the same topic again is a no-op."""
+    have = TOPICS.get(info.name)
+    if have is not None and have != info:
+        raise TopicTaken(f"topic {info.name!r} is already registered ({have.module}); "
+                         f"give {info.module}'s topic another name")
+    if info.own_files:
+        raise ValueError(f"topic {info.name!r}: a registered topic keeps its keys in "
+                         f"expectations/<arch>.yaml: register it with own_files=False, or add "
+                         f"it to core.topic.TOPICS with its expectations/{info.name}/ directory")
+    TOPICS[info.name] = info
+    return info
 
 
 def expectation_topics() -> tuple[str, ...]:
