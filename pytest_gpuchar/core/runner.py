@@ -444,6 +444,19 @@ class Runner:
         del scratch
 
 
+def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:
+    """Dynamic shared memory per block that lets `blocks_per_sm` blocks share an SM but not
+    one more (1 KiB reserved per block): with grid = SMs x blocks_per_sm every SM then runs
+    exactly blocks_per_sm blocks, whatever the registers would allow. 0 when no size under
+    the 48 KiB default limit does that (the per-SM warp counts are then checked)."""
+    if not shared_per_sm:
+        return 0
+    x = shared_per_sm // (blocks_per_sm + 1) + 1024
+    if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm:
+        return 0
+    return x
+
+
 def frame_plan(probe: Probe, compiled, repeats: int, threads: int = 1) -> Plan:
     """The launches of an operand-frame probe (core.ptx.Kernel): one block of `threads` per
     chain length, 1 + `repeats` launches each, arguments (record, operand slots, passes);

@@ -14,7 +14,7 @@ import numpy as np
 
 from ....core import values
 from ....core.build import Built, Group
-from ....core.runner import Launch, Plan, Runner
+from ....core.runner import Launch, Plan, Runner, dynamic_smem
 from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
@@ -60,15 +60,6 @@ def geometry(load: Load, sm_count: int) -> tuple[int, int]:
     return {Load.IDLE: (1, 32), Load.FFMA: (sm_count * cl.BLOCKS_PER_SM, cl.BLOCK),
             Load.WGMMA: (sm_count, 2 * 128),
             Load.HBM: (sm_count * cl.BLOCKS_PER_SM, cl.BLOCK)}[load]
-
-
-def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:
-    """Dynamic shared memory per block that fits `blocks_per_sm` blocks on an SM, not one
-    more (1 KiB reserved per block); 0 when no size under 48 KiB does."""
-    if not shared_per_sm:
-        return 0
-    x = shared_per_sm // (blocks_per_sm + 1) + 1024
-    return 0 if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm else x
 
 
 def work(load: Load, iters: int, warps_per_sm: int, blocks: int, threads: int
