@@ -7,7 +7,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from ...core import sass, sassdiff, toolchain
+from ...core import sass, sassdiff, toolchain, topic
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
@@ -64,10 +64,7 @@ class Run:
 def measured(session: Context, probe: Probe) -> Run:
     """JIT (the tables' batch), verify the driver's SASS, launch: once per session."""
     def make() -> Run:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions, f"jit-driver-{gpu.dev.driver}")
+        built, verdict = topic.built(session, probe)
         records = session.runner.measure(frame_plan(probe, built.compiled, session.repeats))
         return Run(built, verdict, thread0_cycles(records))
     return session.runs.once(("instructions", probe.name, probe.arch, probe.digest), make)

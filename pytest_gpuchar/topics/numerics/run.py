@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...core import archs
+from ...core import archs, topic
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
 from ...core.runner import Launch, Runner
@@ -54,11 +54,8 @@ def _probe(session: Context, s: MmaRow) -> MmaProbe:
 def _built(session: Context, s: MmaRow) -> Built:
     """The row's kernel as the driver linked it (the numerics module, linked once)."""
     dev = session.gpu.dev
-    session.runs.once(("numerics", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    probe = _probe(session, s)
     return session.runs.once(("numerics", "built", dev.arch, dev.driver, s.name),
-                             lambda: session.builds.jit(probe, dev))
+                             lambda: topic.linked(session, _probe(session, s), groups))
 
 
 def verify(session: Context, s: MmaRow) -> TensorPath:
