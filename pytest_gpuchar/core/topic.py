@@ -72,7 +72,9 @@ def register(info: TopicInfo) -> TopicInfo:
     (expectations/<arch>.yaml): a topic with a directory of expectation files of its own is
     one of the suite's, listed in TOPICS above. Registering the same topic again is a no-op."""
     have = TOPICS.get(info.name)
-    if have is not None and have != info:
+    if have == info:
+        return have
+    if have is not None:
         raise TopicTaken(f"topic {info.name!r} is already registered ({have.module}); "
                          f"give {info.module}'s topic another name")
     if info.own_files:

@@ -173,4 +173,4 @@ def test_a_topic_name_is_taken_once():
         register(TopicInfo("dpx", "another", own_files=False, package="elsewhere"))
     with pytest.raises(ValueError, match="own_files=False"):
         register(TopicInfo("toy2", "toy", package="toy2"))
-    assert register(TOPICS["instructions"]) is TOPICS["instructions"]
+    assert register(TOPICS["dpx"]) is TOPICS["dpx"]
