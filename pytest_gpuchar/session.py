@@ -13,21 +13,18 @@ from typing import Any
 
 import pytest
 
-from .core import archs, sass
+from .core import archs, declarations
 from .core.build import Builds
-from .core.probe import DeclaredUnmeasurable, Probe
+from .core.declarations import StaleDeclaration  # noqa: F401 - raised through this session
+from .core.probe import Probe
 from .core.topic import RunCache
-from .core.verify import ProbeInvalid, Verdict
+from .core.verify import Verdict
 from .results import tolerances
 from .results.changes import measured_skip
 from .results.expectations import Expected, Store, default_root
 from .results.durations import Durations
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
-
-class StaleDeclaration(AssertionError):
-    """A probe declared unmeasurable is valid with this compiler: the declaration is stale."""
-
 
 NOT_TAKEN = object()
 
@@ -199,40 +196,15 @@ class GpuCharSession:
         if compiler is None:
             dev = self._device
             compiler = f"jit-driver-{dev.driver}" if dev else ""
-        try:
-            verdict = probe.check(functions)
-        except (ProbeInvalid, sass.RegionError) as e:
-            self.unmeasurable(probe.arch, probe.name, str(e), compiler)
-            raise
-        self.not_declared(probe.arch, probe.name, compiler)
-        return verdict
-
-    def _declaration(self, arch: str, name: str, compiler: str = ""):
-        exp = self.expectations.load(arch)
-        decl = exp.unmeasurable.get(name) if exp else None
-        return decl if decl is not None and decl.applies(compiler) else None
+        return declarations.verify(self.expectations, probe, functions, compiler)
 
     def unmeasurable(self, arch: str, name: str, verdict: str, compiler: str = "") -> None:
-        """A probe or figure found invalid (`verdict`: the message and SASS saying why): when
-        the arch's expectation files declare `name` unmeasurable (for SASS of this `compiler`)
-        and the verdict shows the declared fact, raise DeclaredUnmeasurable (skipped with the
-        reason, noted in the results); otherwise return and let the caller report it
-        invalid. `name` is a probe's name, or a characteristic's key where a valid probe
-        still gives no figure (the FP8 mma.sync accumulation the driver puts on the FPU)."""
-        decl = self._declaration(arch, name, compiler)
-        if decl and decl.explains(verdict):
-            raise DeclaredUnmeasurable(f"unmeasurable on {arch}: {name}: {decl.reason}")
+        """core.declarations.unmeasurable with this session's expectations."""
+        declarations.unmeasurable(self.expectations, arch, name, verdict, compiler)
 
     def not_declared(self, arch: str, name: str, compiler: str = "") -> None:
-        """`name` turned out measurable with this compiler: a declaration of it is stale and
-        fails (StaleDeclaration), so a compiler that stops doing the declared thing is
-        noticed."""
-        decl = self._declaration(arch, name, compiler)
-        if decl:
-            raise StaleDeclaration(
-                f"{name} is declared unmeasurable at {decl.origin} ({decl.reason}), but "
-                f"its SASS is valid with this compiler: the compiler no longer does it; remove "
-                f"the declaration")
+        """core.declarations.not_declared with this session's expectations."""
+        declarations.not_declared(self.expectations, arch, name, compiler)
 
     # --- hooks (this object is registered as a plugin) ---------------------------------------
     def pytest_sessionstart(self, session: pytest.Session) -> None:

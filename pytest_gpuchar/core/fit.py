@@ -85,6 +85,11 @@ def per_sm_spans(rec) -> dict[int, tuple[int, int]]:
     return {int(s): (int(b), int(w)) for s, b, w in zip(sm, last - first, warps)}
 
 
+def residual(medians: dict, ops: dict, slope: float, intercept: float) -> float:
+    """The largest deviation of the length medians from the line slope x ops + intercept."""
+    return max(abs(medians[n] - (slope * ops[n] + intercept)) for n in medians)
+
+
 def fit(cycles: dict[int, list[float]], ops: dict[int, int], *, spread_abs: float = SPREAD_ABS,
         spread_rel: float = SPREAD_REL) -> Fit:
     """Slope of cycles against op count over two or more chain lengths; per-repeat slopes give
@@ -99,14 +104,14 @@ def fit(cycles: dict[int, list[float]], ops: dict[int, int], *, spread_abs: floa
     reps = min(len(cycles[n]) for n in lengths)
     slopes = [least_squares(xs, [cycles[n][r] for n in lengths])[0] for r in range(reps)]
     spread = max(slopes) - min(slopes) if slopes else 0.0
-    residual = max(abs(medians[n] - (value * ops[n] + intercept)) for n in lengths)
+    off = residual(medians, ops, value, intercept)
     limit = max(spread_abs, spread_rel * abs(value))
     why = ""
     if spread > limit:
         why = f"per-repeat slopes spread {spread:.2f} cycles/op > {limit:.2f}"
-    elif residual > max(2.0, 0.02 * max(medians.values())):
-        why = f"cycles not linear in chain length (residual {residual:.1f} cycles)"
-    return Fit(value, spread, slopes, intercept, residual, bool(why), why, medians)
+    elif off > max(2.0, 0.02 * max(medians.values())):
+        why = f"cycles not linear in chain length (residual {off:.1f} cycles)"
+    return Fit(value, spread, slopes, intercept, off, bool(why), why, medians)
 
 
 def iqr(xs) -> float:

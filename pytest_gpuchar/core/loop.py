@@ -31,10 +31,17 @@ SETUP = ("MOV", "MOV32I", "IMAD.MOV*", "UMOV", "ULDC*", "LDC*", "S2R", "S2UR", "
 LABEL = re.compile(r"\.L_x_\d+")
 
 
+def predicated_off(ins: sass.Instr) -> bool:
+    """The one never-executed rule: an instruction predicated on !PT / !UPT never runs
+    (a scheduling or convergence placeholder: sm_70's '@!PT LDS RZ, [RZ]', ptxas 13.x's
+    '@!UPT UIADD3 URZ, URZ, URZ, URZ'); a verifier leaves it out of what it counts."""
+    return ins.pred in NEVER
+
+
 def never_executed(ins: sass.Instr) -> bool:
-    """Scheduling filler, not part of any probe: NOP padding and instructions predicated on
-    !PT / !UPT, which never execute."""
-    return ins.pred in NEVER or ins.opcode == "NOP"
+    """Scheduling filler, not part of any probe: NOP padding and the instructions that never
+    execute (predicated_off)."""
+    return predicated_off(ins) or ins.opcode == "NOP"
 
 
 def branch_target(func: sass.Function, ins: sass.Instr) -> int | None:
@@ -111,7 +118,7 @@ def _split_body(body: list[sass.Instr], pats: list[str]) -> tuple[Counter, list[
     need: Counter = Counter()
     extra: list[str] = []
     for ins in body:
-        if ins.pred in NEVER:
+        if predicated_off(ins):
             continue                   # never executed (a scheduling placeholder)
         if is_counter(ins):
             extra.append(ins.opcode)   # the loop counter
@@ -166,7 +173,7 @@ def verify_loop(name: str, arch: str, unit: tuple[str, ...] | None,
     if bad or len([op for op in extra if not op.startswith(("DEPBAR", "NOP"))]) > MAX_LOOP_CONTROL:
         raise fail(f"loop body holds other instructions than the ops and loop control: "
                    f"{dict(Counter(extra))}")
-    outside = [i for i in outside if i.pred not in NEVER and not is_const_move(i)]
+    outside = [i for i in outside if not predicated_off(i) and not is_const_move(i)]
     stray = [i.opcode for i in outside if any(matches(i.opcode, u) for u in pats)]
     if stray:
         raise fail(f"intended instructions outside the loop: {dict(Counter(stray))}")

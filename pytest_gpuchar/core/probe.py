@@ -71,14 +71,20 @@ class Probe:
                       min_depth=n if self.chained else 0)
 
     # --- verification -----------------------------------------------------------------------
+    def sass_of(self, functions: dict[str, sass.Function], n=None) -> sass.Function:
+        """The SASS of length n's kernel (default: the snapshot length's); a kernel the
+        module lacks raises sass.RegionError naming the ones it has."""
+        entry = self.entries[self.snapshot_length() if n is None else n]
+        if entry not in functions:
+            raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS "
+                                   f"(have {sorted(functions)})")
+        return functions[entry]
+
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
         """The timed region of each length's kernel, the guard stripped."""
         out = {}
-        for n, entry in self.entries.items():
-            if entry not in functions:
-                raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS "
-                                       f"(have {sorted(functions)})")
-            region = sass.timed_region(functions[entry])
+        for n in self.entries:
+            region = sass.timed_region(self.sass_of(functions, n))
             out[n] = self.strip_guard(region) if self.guarded else region
         return out
 
@@ -107,6 +113,28 @@ class Probe:
     def snapshot_text(self, functions: dict[str, sass.Function]) -> str:
         """Normalised SASS of the shortest length's kernel (what is snapshotted)."""
         return sass.normalise(functions[self.entries[self.snapshot_length()]])
+
+
+@dataclass(kw_only=True)
+class OneKernelProbe(Probe):
+    """A probe of one kernel timed whole or by a loop inside it (a Many-BSP kernel, a
+    whole-GPU throughput loop): its one length is the snapshot length, its region the
+    kernel's timed region (empty where the kernel lacks the two clock reads: the subclass's
+    verify_regions names the missing read)."""
+
+    @property
+    def length(self) -> int:
+        return self.snapshot_length()
+
+    @property
+    def entry(self) -> str:
+        return self.entries[self.length]
+
+    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
+        func = self.sass_of(functions)
+        if len(sass.clock_groups(func)) < 2:
+            return {self.length: []}
+        return {self.length: sass.timed_region(func)}
 
 
 def _is_guard_setup(ins: sass.Instr) -> bool:

@@ -30,6 +30,7 @@ from typing import Any, Callable, Hashable, Mapping
 import numpy as np
 
 from . import timing, values
+from .driver import TensorMapRejected  # noqa: F401 - what a topic catches from tensor_map
 from .gpu import PASSES, Gpu, LaunchRefused
 from .probe import Probe
 
@@ -64,6 +65,28 @@ class Order(str, Enum):
     REPEAT = "repeat"      # launch r of every length, then launch r + 1
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """The one repeats policy: how many timed launches (a Plan's `repeats`) a probe makes of
+    the session's --gpuchar-repeats. `most` caps the asked number (long launches, launches
+    that must each find fresh data in a buffer); `least` raises it (a sample the figure's
+    spread needs, a level whose launches scatter), but no further than `room` (as many
+    launches as a buffer's fresh blocks hold) and never below what was asked."""
+    least: int = 1
+    most: int | None = None
+    room: int | None = None
+
+    def of(self, asked: int) -> int:
+        n = asked if self.most is None else min(asked, self.most)
+        least = self.least if self.room is None else min(self.least, self.room)
+        return max(n, least)
+
+
+# whole-GPU launches (a loop or a kernel on every SM, milliseconds each): 3 to 5 timed
+# launches a length
+WHOLE_GPU = Bounds(3, 5)
+
+
 @dataclass
 class Plan:
     """One probe's launches (see the module docstring).
@@ -72,6 +95,7 @@ class Plan:
     launch: the geometry, or length -> geometry;
     args: length -> (repeat, record) -> arguments (called once per length, in allocation
       order: it may allocate the length's inputs);
+    repeats: timed launches per length, the session's repeats within the probe's Bounds;
     record: the shape of one launch's record, or length -> shape (None: the kernel writes
       no record of the runner's); dtype its type; split: one buffer per launch (else one array per length,
       launch r writing row r);
@@ -211,6 +235,12 @@ class Runner:
             from .driver import ClusterLauncher
             self._launcher = ClusterLauncher(self.gpu)
         return self._launcher
+
+    def tensor_map(self, address: int, dims: tuple[int, ...], strides: tuple[int, ...],
+                   box: tuple[int, ...]):
+        """A tiled tensor map of u32 elements over device memory at `address`
+        (core.driver: cuTensorMapEncodeTiled); a refusal raises TensorMapRejected."""
+        return self.launcher.driver.encode_tiled(address, dims, strides, box)
 
     def enqueue(self, fn, launch: Launch, args: tuple, *, name: str) -> None:
         """Enqueue one launch, untimed (a warm-up walk, an extra launch of a plan's
@@ -368,6 +398,29 @@ class Runner:
         import cupy as cp
         return cp.asarray(values)
 
+    @staticmethod
+    def full(shape, value, dtype):
+        """A device array of `shape` filled with `value` (NaN: an output never written)."""
+        import cupy as cp
+        return cp.full(shape, value, dtype)
+
+    @staticmethod
+    def scatter(buf, idx: np.ndarray, values: np.ndarray) -> None:
+        """buf[idx] = values on the device (both uploaded first, the values before the
+        indices)."""
+        import cupy as cp
+        buf[cp.asarray(idx)] = cp.asarray(values)
+
+    @staticmethod
+    def function_attribute(fn, name: str, code: int) -> int:
+        """A kernel's attribute (registers, static shared bytes): CuPy's `name` where it has
+        it, else cuFuncGetAttribute(`code`)."""
+        v = getattr(fn, name, None)
+        if v is None:
+            from cupy.cuda import driver
+            v = driver.funcGetAttribute(code, fn.ptr)
+        return int(v)
+
     def buffer(self, name: str, nbytes: int):
         """A zeroed device buffer of u64 words, made once per name for the session (made
         again, larger, when more is asked)."""
@@ -389,6 +442,19 @@ class Runner:
         scratch = cp.empty(2 * l2_bytes // 8, dtype=np.uint64)
         scratch.fill(1)
         del scratch
+
+
+def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:
+    """Dynamic shared memory per block that lets `blocks_per_sm` blocks share an SM but not
+    one more (1 KiB reserved per block): with grid = SMs x blocks_per_sm every SM then runs
+    exactly blocks_per_sm blocks, whatever the registers would allow. 0 when no size under
+    the 48 KiB default limit does that (the per-SM warp counts are then checked)."""
+    if not shared_per_sm:
+        return 0
+    x = shared_per_sm // (blocks_per_sm + 1) + 1024
+    if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm:
+        return 0
+    return x
 
 
 def frame_plan(probe: Probe, compiled, repeats: int, threads: int = 1) -> Plan:

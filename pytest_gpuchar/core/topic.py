@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
 from . import toolchain
-from .build import Builds, Group
+from .build import Builds, Built, Group
 from .gpu import Gpu
 from .probe import Probe
 from .runner import Runner
@@ -33,11 +33,18 @@ class TopicInfo:
     """A topic: its name (the prefix of its keys and its package), what it measures, whether
     its keys have a directory of expectation files of their own, and whether its hardware
     figures compare the driver's SASS with the offline ptxas of the driver's CUDA version
-    (a hardware run then assembles its modules with that ptxas too)."""
+    (a hardware run then assembles its modules with that ptxas too). `package`: the import
+    name of its code (default pytest_gpuchar.topics.<name>; a topic kept outside the suite,
+    registered with ``register``, names its own)."""
     name: str
     doc: str
     own_files: bool = True
     jit_vs_ptxas: bool = False
+    package: str = ""
+
+    @property
+    def module(self) -> str:
+        return self.package or f"pytest_gpuchar.topics.{self.name}"
 
 
 TOPICS: dict[str, TopicInfo] = {t.name: t for t in (
@@ -53,6 +60,29 @@ TOPICS: dict[str, TopicInfo] = {t.name: t for t in (
     TopicInfo("bsp", "Many-BSP predictions (seed 002) of Hotspot, KNN, MM against measured "
                      "cycles"),
 )}
+
+
+class TopicTaken(ValueError):
+    """A topic registered under a name another topic has."""
+
+
+def register(info: TopicInfo) -> TopicInfo:
+    """Add a topic kept outside the suite's package (a conftest.py or a plugin calls this
+    before collection; docs/new-topic.md). Its keys live in the instruction tables' files
+    (expectations/<arch>.yaml): a topic with a directory of expectation files of its own is
+    one of the suite's, listed in TOPICS above. Registering the same topic again is a no-op."""
+    have = TOPICS.get(info.name)
+    if have == info:
+        return have
+    if have is not None:
+        raise TopicTaken(f"topic {info.name!r} is already registered ({have.module}); "
+                         f"give {info.module}'s topic another name")
+    if info.own_files:
+        raise ValueError(f"topic {info.name!r}: a registered topic keeps its keys in "
+                         f"expectations/<arch>.yaml: register it with own_files=False, or add "
+                         f"it to core.topic.TOPICS with its expectations/{info.name}/ directory")
+    TOPICS[info.name] = info
+    return info
 
 
 def expectation_topics() -> tuple[str, ...]:
@@ -98,7 +128,41 @@ class Context(Protocol):
 
     def verify(self, probe: Probe, functions: dict, compiler: str | None = None) -> Verdict: ...
 
+    # the declaration policy (core.declarations) with the session's expectation files: a
+    # figure found invalid though its probe is valid asks `unmeasurable` (a declared fact is
+    # skipped with the reason), one found measurable asks `not_declared` (a stale declaration
+    # fails)
+    def unmeasurable(self, arch: str, name: str, verdict: str, compiler: str = "") -> None: ...
+
+    def not_declared(self, arch: str, name: str, compiler: str = "") -> None: ...
+
     def provenance(self) -> dict: ...
+
+
+Groups = Callable[[str], "list[Group]"]     # a topic's groups(arch)
+
+
+def linked(ctx: Context, probe: Probe, groups: Groups | None = None) -> Built:
+    """The probe as the driver JIT-linked it on the context's GPU: with the topic's
+    `groups`, every module of them for the device's arch linked once per session first (in
+    parallel), and the probe taken from its part; otherwise the probe's module alone."""
+    gpu = ctx.gpu
+    gpu.ensure_alive(probe.name)
+    dev = gpu.dev
+    if groups is not None:
+        ctx.runs.once(("jit", groups.__module__, groups.__qualname__, dev.arch, dev.driver),
+                      lambda: ctx.builds.jit_groups(dev, groups(dev.arch)))
+    return ctx.builds.jit(probe, dev)
+
+
+def built(ctx: Context, probe: Probe, groups: Groups | None = None) -> tuple[Built, Verdict]:
+    """The probe linked (``linked``) and its driver SASS verified through the context's one
+    door, once per session (a probe found invalid raises, every time it is asked for)."""
+    def make() -> tuple[Built, Verdict]:
+        b = linked(ctx, probe, groups)
+        return b, ctx.verify(probe, b.functions)
+    ctx.gpu.ensure_alive(probe.name)
+    return ctx.runs.once(("built", probe.digest), make)
 
 
 class RunCache:

@@ -1,5 +1,6 @@
 """Which topic's code a name means: the topics are core.topic.TOPICS (the one list, which the
-expectation files are laid out by too); each is the package pytest_gpuchar.topics.<name>, whose
+expectation files are laid out by too, and core.topic.register adds to); each is the package
+pytest_gpuchar.topics.<name> (or the package it was registered with), whose
 ``groups(arch)`` gives the modules it compiles (core.topic.Topic), as pytest-xdist maps a
 --dist name to its scheduler.
 
@@ -29,7 +30,7 @@ def topic(name: str) -> TopicInfo:
 
 def code(name: str) -> Topic:
     """The topic's package (its groups)."""
-    return importlib.import_module(f"pytest_gpuchar.topics.{topic(name).name}")
+    return importlib.import_module(topic(name).module)
 
 
 def topic_of(item) -> str | None:

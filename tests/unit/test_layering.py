@@ -175,3 +175,51 @@ def test_no_module_over_600_lines_and_no_function_over_80():
                 if n > MAX_FUNCTION_LINES:
                     long_functions.append(f"{rel}:{node.lineno} {node.name}: {n} lines")
     assert (long_modules, long_functions) == ([], [])
+
+
+DEVICE_MODULES = ("cupy", "cuda")    # CuPy and NVIDIA's CUDA Python bindings
+
+
+def _external_imports(path: Path) -> set[str]:
+    """The absolute module names a file imports (inside functions too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+    return out
+
+
+def test_no_topic_touches_the_device_but_through_the_core():
+    """The device boundary: a topic's buffers, readback, launches and tensor maps go through
+    core.runner's Runner; no topic imports CuPy, the CUDA bindings or core.driver."""
+    bad = []
+    for path in sorted((PKG / "topics").rglob("*.py")):
+        mod = _module_name(path)
+        bad += [f"{mod} -> {name}" for name in sorted(_external_imports(path))
+                if name.split(".")[0] in DEVICE_MODULES]
+        bad += [f"{mod} -> {t}" for t in sorted(imports()[mod]) if t == f"{NAME}.core.driver"]
+    assert bad == []
+
+
+def _topic_trees():
+    for path in sorted((PKG / "topics").rglob("*.py")):
+        yield _module_name(path), ast.parse(path.read_text(), str(path))
+
+
+def test_topics_make_figures_only_through_the_measurement_constructors():
+    """Every figure through Measurement.of_fit / of_rate / of_value (results/judge.py), each
+    with its own spread: no topic calls Measurement(...) itself."""
+    bad = [f"{mod}:{n.lineno}" for mod, tree in _topic_trees() for n in ast.walk(tree)
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+           and n.func.id == "Measurement"]
+    assert bad == []
+
+
+def test_the_never_executed_rule_lives_in_the_core():
+    """A topic leaves never-executed SASS out through core.loop (predicated_off,
+    never_executed), never by a predicate string of its own."""
+    bad = [f"{mod}:{n.lineno}" for mod, tree in _topic_trees() for n in ast.walk(tree)
+           if isinstance(n, ast.Constant) and n.value in ("@!PT", "@!UPT")]
+    assert bad == []

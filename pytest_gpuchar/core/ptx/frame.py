@@ -200,3 +200,47 @@ def operand_kernel(name: str, regs: Registers, body: list[str], results: list[tu
         after=[f"sub.s{tw} {dt}, {t1}, {t0};", f"st.global.b{tw} [%out], {dt};", *stores],
         clock=Clock(t0, t1, dt, tw), guard=guard, end_label=True, passes=True,
     ).render()
+
+
+# --- the whole-GPU counted loop ----------------------------------------------------------------
+
+LOOP_PARAMS = [".param .u64 rec_param", ".param .u64 res_param", ".param .u64 in_param",
+               ".param .u32 iters_param"]
+
+
+def loop_kernel(entry: str, regs: Registers, body: list[str], stores: list[str], *, label: str,
+                block: int, blocks_per_sm: int, res_bytes: int, rec_words: int,
+                preamble: list[str] | None = None, b32: tuple[str, ...] = (),
+                setup: list[str] | None = None) -> Kernel:
+    """The throughput kernel of the whole GPU: `body` once per iteration of a counted loop
+    ($`label`, trip count the iters parameter, not unrolled) between two %clock64 reads;
+    parameters rec (per warp: start, end, %smid, u64 each, `rec_words` apart), res (each
+    thread's results, `res_bytes` apart, written by `stores` after the loop), in (the
+    operands, one block of input slots per lane: not uniform, not foldable), iters. `block`
+    threads a block and `blocks_per_sm` blocks an SM (.maxntid, .minnctapersm); `b32` names
+    more 32-bit registers the `setup` lines (after the frame's) use."""
+    n_in = max(1, len(regs.inputs)) * SLOT_BYTES
+    return Kernel(
+        entry=entry, params=LOOP_PARAMS, preamble=preamble or [],
+        directives=[f".maxntid {block}, 1, 1", f".minnctapersm {blocks_per_sm}"],
+        decls=[".reg .b64 %rec, %res, %in, %toff, %t0, %t1, %smid64;",
+               ".reg .b32 " + ", ".join(("%tidx", "%nt", "%cta", "%gtid", "%lane", "%warp",
+                                         "%iters", "%it", "%sm", *b32)) + ";",
+               ".reg .pred %again, %lead;", *regs.declarations()],
+        setup=["ld.param.u64 %rec, [rec_param];", "ld.param.u64 %res, [res_param];",
+               "ld.param.u64 %in, [in_param];", "ld.param.u32 %iters, [iters_param];",
+               "mov.u32 %tidx, %tid.x;", "mov.u32 %nt, %ntid.x;", "mov.u32 %cta, %ctaid.x;",
+               "mad.lo.u32 %gtid, %cta, %nt, %tidx;", "and.b32 %lane, %tidx, 31;",
+               f"mul.wide.u32 %toff, %lane, {n_in};", "add.u64 %in, %in, %toff;",
+               f"mul.wide.u32 %toff, %gtid, {res_bytes};", "add.u64 %res, %res, %toff;",
+               *(setup or [])],
+        operands=regs.loads,
+        body=["mov.u32 %it, 0;", f"${label}:", '.pragma "nounroll";', *body,
+              "add.u32 %it, %it, 1;", "setp.lt.u32 %again, %it, %iters;",
+              f"@%again bra ${label};"],
+        after=[*stores, "setp.eq.u32 %lead, %lane, 0;", "shr.u32 %warp, %gtid, 5;",
+               f"mul.wide.u32 %toff, %warp, {rec_words * 8};", "add.u64 %rec, %rec, %toff;",
+               "mov.u32 %sm, %smid;", "cvt.u64.u32 %smid64, %sm;",
+               "@%lead st.global.u64 [%rec], %t0;", "@%lead st.global.u64 [%rec+8], %t1;",
+               "@%lead st.global.u64 [%rec+16], %smid64;"],
+        clock=Clock(), guard=False)

@@ -13,6 +13,7 @@ import ast
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from ...core.topic import TOPICS
 from .. import fleet
 from ..changes import is_snapshot_failure, sass_diff
 from ..judge import Result
@@ -21,10 +22,9 @@ from . import svg
 
 STATUS_ORDER = ("fail", "error", "unstable", "invalid", "pass", "measured", "info")
 ATTENTION = ("fail", "error", "unstable")
-# the suite's topics in the registry's order: a report written before runs recorded
-# meta.topics is sectioned by key prefix; the instruction tables' keys have their own prefixes
-TOPIC_ORDER = ("instructions", "memory", "tensor", "numerics", "throughput", "movement", "dpx",
-               "bsp")
+# the sections follow the topics in the registry's order (core.topic.TOPICS, one list): a report
+# written before runs recorded meta.topics is sectioned by key prefix; the instruction tables'
+# keys have their own prefixes
 INSTRUCTION_PREFIXES = {"cpi", "latency", "table_i", "overhead", "sass", "unmeasurable"}
 MAX_ATTENTION = 200      # rows of the first screen's table (the sections have every result)
 BIG_META = {"failures", "skipped", "measured_skips", "topics", "topic_docs", "boards", "gpus",
@@ -57,7 +57,7 @@ def topics_of(results: list[dict], meta: dict) -> list[str]:
     guess = []
     for r in results:
         prefix = r.get("key", "").split(".")[0]
-        guess.append(prefix if prefix in TOPIC_ORDER else None)
+        guess.append(prefix if prefix in TOPICS else None)
     votes: dict[str, Counter] = defaultdict(Counter)
     for r, g in zip(results, guess):
         if g:
@@ -261,7 +261,7 @@ def sections(rows: list[dict], topics: list[str], meta: dict, plots: list[dict],
         by_topic[t].append(r)
     mod_topic = {module_of(r["test"]): t for r, t in zip(rows, topics)}
     mod_topic.update(as_dict(meta.get("topics")))
-    names = [t for t in TOPIC_ORDER if t in by_topic] + sorted(set(by_topic) - set(TOPIC_ORDER))
+    names = [t for t in TOPICS if t in by_topic] + sorted(set(by_topic) - set(TOPICS))
     out = []
     for name in names:
         mine = by_topic[name]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...core import loop, sass
-from ...core.probe import Probe
+from ...core.probe import OneKernelProbe
 from ...core.ptx import Clock, Kernel
 from ...core.verify import ProbeInvalid, Verdict, matches
 from . import bodies, ptxparse
@@ -150,7 +150,7 @@ def intended(b: ptxparse.PtxBody) -> dict[str, tuple[int, Match]]:
 
 
 def _count(region: list[sass.Instr], pat: str, how: Match = Match.EXACT) -> int:
-    hits = [i for i in region if i.pred != "@!PT" and matches(i.opcode, pat)]
+    hits = [i for i in region if not loop.predicated_off(i) and matches(i.opcode, pat)]
     return sum(sass_bytes(i.opcode) for i in hits) if how is Match.BYTES else len(hits)
 
 
@@ -184,29 +184,13 @@ def verify_kernel(name: str, b: ptxparse.PtxBody, func: sass.Function) -> Kernel
 
 
 @dataclass(kw_only=True)
-class KernelProbe(Probe):
+class KernelProbe(OneKernelProbe):
     """A whole kernel of the report between two clock reads (entries {0: entry})."""
     app: App
 
-    @property
-    def entry(self) -> str:
-        return self.entries[0]
-
-    def _function(self, functions: dict[str, sass.Function]) -> sass.Function:
-        if self.entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {self.entry} missing from the SASS "
-                                   f"(have {sorted(functions)})")
-        return functions[self.entry]
-
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        func = self._function(functions)
-        if len(sass.clock_groups(func)) < 2:
-            return {0: []}                 # verify_kernel names the missing clock read
-        return {0: sass.timed_region(func)}
-
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> KernelVerdict:
-        return verify_kernel(self.name, parsed(self.app), self._function(functions))
+        return verify_kernel(self.name, parsed(self.app), self.sass_of(functions))
 
 
 def probe(app: App, arch: str) -> KernelProbe:

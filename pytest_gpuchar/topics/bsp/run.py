@@ -14,9 +14,10 @@ from typing import Callable
 
 import numpy as np
 
-from ...core.build import Built, Group
+from ...core.build import Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch, Plan
+from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan, Runner
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement
@@ -25,7 +26,6 @@ from .kernels import REC_WORDS, KernelProbe
 from .rows import MU, MU_SOURCE, PYRAMID, App, Size
 
 
-MAX_REPEATS = 5
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
 # host's launch call; the warm-up's time also holds the module's loading) is launched
 # SHORT_REPEATS times: the small KNN sizes (a few us of kernel) scatter several % between
@@ -75,26 +75,7 @@ def snapshot(checked: Checked) -> str:
 
 
 def repeats(session: Context) -> int:
-    return max(3, min(session.repeats, MAX_REPEATS))
-
-
-def _built(session: Context, probe: KernelProbe) -> Built:
-    """The kernel as the driver linked it, from the topic's module (linked once)."""
-    gpu = session.gpu
-    gpu.ensure_alive(probe.name)
-    dev = gpu.dev
-    session.runs.once(("bsp", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    return session.builds.jit(probe, dev)
-
-
-def _attribute(fn, name: str, code: int) -> int:
-    """A function attribute (registers, static shared bytes) from CuPy or the driver."""
-    v = getattr(fn, name, None)
-    if v is None:
-        from cupy.cuda import driver
-        v = driver.funcGetAttribute(code, fn.ptr)
-    return int(v)
+    return WHOLE_GPU.of(session.repeats)
 
 
 # --- per kernel: buffers, arguments, output check ------------------------------------------
@@ -109,10 +90,9 @@ class Launchable:
 
 
 def _knn(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     n = size.dims[0]
     inp = analysis.knn_inputs(n, gen)
-    d_loc, d_out = cp.asarray(inp["locations"]), cp.full(n, np.nan, np.float32)
+    d_loc, d_out = Runner.to_device(inp["locations"]), Runner.full(n, np.nan, np.float32)
 
     def check() -> list[str]:
         got = d_out.get()
@@ -124,11 +104,10 @@ def _knn(size: Size, gen: np.random.Generator) -> Launchable:
 
 
 def _mm(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     h_a, w_a, w_b = size.dims
     inp = analysis.mm_inputs(h_a, w_a, w_b, gen)
-    d_a, d_b = cp.asarray(inp["A"]), cp.asarray(inp["B"])
-    d_c = cp.full((h_a, w_b), np.nan, np.float32)
+    d_a, d_b = Runner.to_device(inp["A"]), Runner.to_device(inp["B"])
+    d_c = Runner.full((h_a, w_b), np.nan, np.float32)
     rows = np.unique(np.concatenate([[0, h_a - 1], gen.choice(h_a, min(SAMPLE_ROWS, h_a),
                                                              replace=False)]))
 
@@ -142,12 +121,11 @@ def _mm(size: Size, gen: np.random.Generator) -> Launchable:
 
 
 def _hotspot(size: Size, gen: np.random.Generator) -> Launchable:
-    import cupy as cp
     rows, cols = size.dims
     inp = analysis.hotspot_inputs(rows, cols, gen)
     c = inp["coeffs"]
-    d_power, d_src = cp.asarray(inp["power"]), cp.asarray(inp["temp"])
-    d_dst = cp.full((rows, cols), np.nan, np.float32)
+    d_power, d_src = Runner.to_device(inp["power"]), Runner.to_device(inp["temp"])
+    d_dst = Runner.full((rows, cols), np.nan, np.float32)
 
     def check() -> list[str]:
         ref = analysis.hotspot_reference(inp["temp"], inp["power"], c)
@@ -184,7 +162,7 @@ class KernelRun:
 def short_kernel(r: int, ms: float, reps: int) -> int:
     """After launch r (0: the warm-up) of `ms`: a kernel whose first timed launch took under
     SHORT_US is launched SHORT_REPEATS times."""
-    return max(reps, SHORT_REPEATS) if r == 1 and ms * 1000.0 < SHORT_US else reps
+    return Bounds(SHORT_REPEATS).of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
 
 
 def measure(session: Context, size: Size, arch: str) -> KernelRun:
@@ -192,8 +170,7 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     waited for under the watchdog and timed by its events), check the output, read the
     stamps."""
     probe = kernels.probe(size.app, arch)
-    built = _built(session, probe)
-    session.verify(probe, built.functions)
+    built, _ = topic.built(session, probe, groups)
     fn = built.compiled.function(probe.entry)
     job = BUFFERS[size.app](size, analysis.rng(size))
     warps = size.n_b * -(-size.n_t // 32)
@@ -207,9 +184,10 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     if any(s.unwritten for s in spans):
         checks.append(f"{size.id}: {max(s.unwritten for s in spans)} of {warps} warps wrote "
                       f"no stamp record")
+    attribute = Runner.function_attribute
     return KernelRun(size, analysis.kernel_cycles(spans), spans,
-                     _attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
-                     _attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                     attribute(fn, "num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS),
+                     attribute(fn, "shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
                      probe.snapshot_text(built.functions), checks,
                      float(statistics.median(ms * 1000.0 for ms in out.timed_ms(size.id))),
                      len(host))
@@ -292,22 +270,23 @@ def prediction(session: Context, size: Size, arch: str) -> Measured:
             "divisor_needed": _finite(analysis.divisor(m.prediction, m.device, m.launch, got)),
             "tolerance": tol("predicted_cycles")}
     return Measured(
-        Measurement(f"{key}.measured_cycles", got, "cycles", run.cycles.spread, unstable,
-                    method=METHOD.format(reps=run.reps, grid=list(size.grid),
-                                         block=list(size.block)),
-                    data=_measured_data(run, session)),
-        Measurement(f"{key}.predicted_cycles", pred, "cycles",
-                    method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
-                                                    mu_source=MU_SOURCE), data=data),
+        Measurement.of_value(f"{key}.measured_cycles", got, "cycles", spread=run.cycles.spread,
+                             unstable=unstable,
+                             method=METHOD.format(reps=run.reps, grid=list(size.grid),
+                                                  block=list(size.block)),
+                             data=_measured_data(run, session)),
+        Measurement.of_value(f"{key}.predicted_cycles", pred, "cycles", spread=None,
+                             method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
+                                                             mu_source=MU_SOURCE), data=data),
         # the error carries the measured cycles' scatter over the launches: d|p - m| / m =
         # (p / m) dm / m (KNN 42764: 39 of 870 cycles moves the error by 0.076)
-        Measurement(f"{key}.error", analysis.error_ratio(got, pred), "ratio",
-                    pred / got * (run.cycles.spread or 0.0) / got if got else None,
-                    unstable=unstable,
-                    method=METHOD_ERROR,
-                    data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
-                          "signed": round((pred - got) / got, 4) if got else None,
-                          "error_l2_resident": round(analysis.error_ratio(
-                              got, l2.prediction.cycles), 4),
-                          "tolerance": error_tolerance(pred, got)}),
+        Measurement.of_value(f"{key}.error", analysis.error_ratio(got, pred), "ratio",
+                             spread=pred / got * (run.cycles.spread or 0.0) / got if got else None,
+                             unstable=unstable,
+                             method=METHOD_ERROR,
+                             data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
+                                   "signed": round((pred - got) / got, 4) if got else None,
+                                   "error_l2_resident": round(analysis.error_ratio(
+                                       got, l2.prediction.cycles), 4),
+                                   "tolerance": error_tolerance(pred, got)}),
         sass=run.sass, checks=run.checks)

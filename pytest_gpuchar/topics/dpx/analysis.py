@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.fit import fit, per_sm_spans
+from ...core.runner import dynamic_smem  # noqa: F401 - the loop's blocks per SM (run.py)
 from .rows import DpxRow
 
 LANES = {"s32": ((0, 32, True),), "u32": ((0, 32, False),),
@@ -112,6 +113,7 @@ class CallRate:
     spans: dict               # trip -> per-repeat median (over SMs) busy cycles
     warps_per_sm: list[int]
     intercept: float
+    residual: float = float("nan")     # the fit's largest deviation from its line (cycles)
 
 
 def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
@@ -135,16 +137,6 @@ def rate(records: dict[int, np.ndarray], calls_per_sm: dict[int, float],
         why = f"warps per SM differ between SMs ({sorted(warps)}): blocks were not spread " \
               f"evenly" + (f"; {why}" if why else "")
     return CallRate(value, (max(rates) - min(rates)) if rates else float("nan"), bool(why), why,
-                rates, spans, sorted(warps), f.intercept)
+                rates, spans, sorted(warps), f.intercept, f.residual)
 
 
-def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:
-    """Dynamic shared memory per block that lets `blocks_per_sm` blocks share an SM but not
-    one more (1 KiB reserved per block), so that a grid of SMs x blocks_per_sm blocks runs
-    exactly blocks_per_sm on each SM; 0 when no size under the 48 KiB default does that."""
-    if not shared_per_sm:
-        return 0
-    x = shared_per_sm // (blocks_per_sm + 1) + 1024
-    if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm:
-        return 0
-    return x

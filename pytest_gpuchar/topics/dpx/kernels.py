@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from ...core import archs, ptx, sass
 from ...core.loop import LoopVerdict, verify_loop
-from ...core.probe import NotApplicable, Probe
-from ...core.ptx import Body, Clock, Kernel, Registers
+from ...core.probe import NotApplicable, OneKernelProbe, Probe
+from ...core.ptx import Body, Kernel, Registers
 from ...core.verify import MOVE_OPCODES, Verdict, verify
 from .rows import HARDWARE_ARCH, DpxRow
 
@@ -139,10 +139,6 @@ def latency_probe(row: DpxRow, arch: str) -> DpxProbe:
 
 # --- the throughput loop --------------------------------------------------------------------
 
-LOOP_PARAMS = [".param .u64 rec_param", ".param .u64 res_param", ".param .u64 in_param",
-               ".param .u32 iters_param"]
-
-
 def loop_body(row: DpxRow, regs: Registers, chains: int, unroll: int) -> Body:
     """`chains` independent chains x_c = op(x_c, b[, c]), interleaved op by op; the other
     sources are two loaded words every call reads (one register per source field: the operand
@@ -161,65 +157,24 @@ def loop_kernel(row: DpxRow, entry: str, *, chains: int = CHAINS,
     clocks and %smid; every chain's value is stored after the loop."""
     regs = Registers()
     body = loop_body(row, regs, chains, unroll)
-    n_in = max(1, len(regs.inputs)) * ptx.SLOT_BYTES
     stores = [f"st.global.b32 [%res+{k * ptx.SLOT_BYTES}], {reg};"
               for k, (reg, _) in enumerate(body.results)]
-    k = Kernel(
-        entry=entry, params=LOOP_PARAMS,
-        directives=[f".maxntid {BLOCK}, 1, 1", f".minnctapersm {BLOCKS_PER_SM}"],
-        decls=[".reg .b64 %rec, %res, %in, %toff, %t0, %t1, %smid64;",
-               ".reg .b32 %tidx, %nt, %cta, %gtid, %lane, %warp, %iters, %it, %sm;",
-               ".reg .pred %again, %lead;", *regs.declarations()],
-        setup=["ld.param.u64 %rec, [rec_param];", "ld.param.u64 %res, [res_param];",
-               "ld.param.u64 %in, [in_param];", "ld.param.u32 %iters, [iters_param];",
-               "mov.u32 %tidx, %tid.x;", "mov.u32 %nt, %ntid.x;", "mov.u32 %cta, %ctaid.x;",
-               "mad.lo.u32 %gtid, %cta, %nt, %tidx;", "and.b32 %lane, %tidx, 31;",
-               f"mul.wide.u32 %toff, %lane, {n_in};", "add.u64 %in, %in, %toff;",
-               f"mul.wide.u32 %toff, %gtid, {len(body.results) * ptx.SLOT_BYTES};",
-               "add.u64 %res, %res, %toff;"],
-        operands=regs.loads,
-        body=["mov.u32 %it, 0;", "$DPX_LOOP:", '.pragma "nounroll";', *body.lines,
-              "add.u32 %it, %it, 1;", "setp.lt.u32 %again, %it, %iters;",
-              "@%again bra $DPX_LOOP;"],
-        after=[*stores, "setp.eq.u32 %lead, %lane, 0;", "shr.u32 %warp, %gtid, 5;",
-               f"mul.wide.u32 %toff, %warp, {REC_WORDS * 8};", "add.u64 %rec, %rec, %toff;",
-               "mov.u32 %sm, %smid;", "cvt.u64.u32 %smid64, %sm;",
-               "@%lead st.global.u64 [%rec], %t0;", "@%lead st.global.u64 [%rec+8], %t1;",
-               "@%lead st.global.u64 [%rec+16], %smid64;"],
-        clock=Clock(), guard=False)
+    k = ptx.loop_kernel(entry, regs, body.lines, stores, label="DPX_LOOP", block=BLOCK,
+                        blocks_per_sm=BLOCKS_PER_SM,
+                        res_bytes=len(body.results) * ptx.SLOT_BYTES, rec_words=REC_WORDS)
     return k, regs, len(body.results)
 
 
 @dataclass(kw_only=True)
-class LoopProbe(Probe):
+class LoopProbe(OneKernelProbe):
     """The throughput kernel: one counted loop between the clock reads holding exactly
     CHAINS x UNROLL DPX instructions per iteration plus loop control (core.loop)."""
     row: DpxRow
 
-    @property
-    def length(self) -> int:
-        return self.snapshot_length()
-
-    @property
-    def entry(self) -> str:
-        return self.entries[self.length]
-
-    def _function(self, functions: dict[str, sass.Function]) -> sass.Function:
-        if self.entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {self.entry} missing from the SASS "
-                                   f"(have {sorted(functions)})")
-        return functions[self.entry]
-
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        func = self._function(functions)
-        if len(sass.clock_groups(func)) < 2:
-            return {self.length: []}          # verify_loop names the missing clock read
-        return {self.length: sass.timed_region(func)}
-
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> LoopVerdict:
         return verify_loop(self.name, self.arch, self.unit, self.ops[self.length],
-                           self._function(functions))
+                           self.sass_of(functions))
 
 
 def loop_probe(row: DpxRow, arch: str) -> LoopProbe:

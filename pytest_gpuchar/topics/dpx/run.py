@@ -12,7 +12,8 @@ from ...core import archs
 from ...core.build import Built, Group
 from ...core.fit import Fit, Rate, fit
 from ...core.gpu import PASSES
-from ...core.runner import Launch, Plan, Runner
+from ...core.runner import WHOLE_GPU, Launch, Plan, Runner
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -75,11 +76,10 @@ class ChainRun:
 def chain_plan(probe: DpxProbe, compiled, repeats: int, words: dict) -> Plan:
     """1 + `repeats` one-thread launches per chain length (one batch, one wait); each
     length's input words (drawn into `words`) uploaded before its records are allocated."""
-    import cupy as cp
 
     def args(n):
         words[n] = analysis.input_words(len(probe.inputs[n]))
-        d_in = cp.asarray(words[n])
+        d_in = Runner.to_device(words[n])
         return lambda r, rec: (rec, d_in, np.uint32(PASSES))
     return Plan(probe.name, {n: compiled.function(e) for n, e in probe.entries.items()},
                 Launch((1,), (1,)), args, repeats, record=lambda n: (probe.out_slots[n],),
@@ -100,10 +100,7 @@ def chain_run(session: Context, row: DpxRow, arch: str) -> ChainRun:
     probe = kernels.latency_probe(row, arch)
 
     def make() -> ChainRun:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions)
+        built, verdict = topic.built(session, probe)
         cycles, outputs, words = launch_chain(session.runner, probe, built.compiled,
                                               session.repeats)
         return ChainRun(probe, built, cycles, outputs, words, dict(verdict.unit))
@@ -153,14 +150,13 @@ def launch_loop(runner: Runner, probe: LoopProbe, compiled, repeats: int,
     """1 + `repeats` whole-GPU launches per trip count (the first a warm-up), every trip
     count's records allocated first, one wait: (trip -> (repeats, warps, 3) records, dynamic
     shared memory per block)."""
-    import cupy as cp
     dev = runner.gpu.dev
     blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
     smem = analysis.dynamic_smem(dev.shared_per_sm, BLOCKS_PER_SM)
     words = analysis.input_words(32 * max(1, len(probe.inputs[probe.length])))
-    d_in = cp.asarray(words)
-    d_res = cp.zeros(threads * probe.out_slots[probe.length], dtype=np.uint64)
+    d_in = Runner.to_device(words)
+    d_res = Runner.zeros(threads * probe.out_slots[probe.length], dtype=np.uint64)
     fn = compiled.function(probe.entry)
     out = runner.measure(Plan(
         probe.name, {t: fn for t in trips}, Launch((blocks,), (BLOCK,), smem=smem),
@@ -173,11 +169,8 @@ def loop_run(session: Context, row: DpxRow, arch: str) -> LoopRun:
     probe = kernels.loop_probe(row, arch)
 
     def make() -> LoopRun:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions)
-        reps = max(3, min(session.repeats, 5))
+        built, verdict = topic.built(session, probe)
+        reps = WHOLE_GPU.of(session.repeats)
         records, smem = launch_loop(session.runner, probe, built.compiled, reps)
         warps_per_sm = BLOCKS_PER_SM * BLOCK // 32
         calls = {t: float(warps_per_sm * 32 * t * probe.ops[probe.length]) for t in records}
@@ -196,7 +189,7 @@ def throughput(session: Context, row: DpxRow, arch: str) -> Measured:
                                 unroll=kernels.UNROLL, intrinsic=row.intrinsic,
                                 trips=list(TRIPS), reps=len(r.rates), sass=row.unit[0],
                                 per_iter=run.probe.ops[run.probe.length])
-    rate = Rate(r.rate, r.spread, r.rates, r.intercept, 0.0, r.unstable, r.why,
+    rate = Rate(r.rate, r.spread, r.rates, r.intercept, r.residual, r.unstable, r.why,
                 {t: float(np.median(v)) for t, v in r.spans.items()})
     m = Measurement.of_rate(f"dpx.throughput.{row.name}", rate, "ops/clk/SM", method=method,
                            data={"sass_unit": run.unit, "loop_control": run.loop_control,

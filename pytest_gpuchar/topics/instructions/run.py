@@ -7,7 +7,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from ...core import sass, sassdiff, toolchain
+from ...core import sass, sassdiff, toolchain, topic
 from ...core.build import Built, Group
 from ...core.fit import Fit, fit
 from ...core.probe import Probe
@@ -64,10 +64,7 @@ class Run:
 def measured(session: Context, probe: Probe) -> Run:
     """JIT (the tables' batch), verify the driver's SASS, launch: once per session."""
     def make() -> Run:
-        gpu = session.gpu
-        gpu.ensure_alive(probe.name)
-        built = session.builds.jit(probe, gpu.dev)
-        verdict = session.verify(probe, built.functions, f"jit-driver-{gpu.dev.driver}")
+        built, verdict = topic.built(session, probe)
         records = session.runner.measure(frame_plan(probe, built.compiled, session.repeats))
         return Run(built, verdict, thread0_cycles(records))
     return session.runs.once(("instructions", probe.name, probe.arch, probe.digest), make)
@@ -144,9 +141,9 @@ def clock_overhead(session: Context, arch: str, clock64: bool) -> Measured:
                                                     "cpi.mov.u32.clock"]
     reads = [i.text for r in sass.clock_reads(run.built.functions[run.probe.entries[0]])
              for i in r]
-    return Measured(*[Measurement(
+    return Measured(*[Measurement.of_value(
         key, value, "cycles" if key.startswith("overhead") else "cycles/op",
-        float(max(samples) - min(samples)),
+        spread=float(max(samples) - min(samples)),
         method="median cycles between two back-to-back clock reads (empty region)",
         data={"samples": samples, "sass": reads}) for key in keys])
 
@@ -155,9 +152,9 @@ def table_i(session: Context, arch: str, n: int) -> Measured:
     """CPI of n independent add.u32 = cycles(region) / n, as the paper measured it."""
     probe = kernels.table_i_probe(rows.row("add.u32"), arch, rows.TABLE_I_COUNTS)
     samples = measured(session, probe).cycles[n]
-    return Measured(Measurement(
+    return Measured(Measurement.of_value(
         f"table_i.cpi.n{n}", statistics.median(samples) / n, "cycles/op",
-        (max(samples) - min(samples)) / n,
+        spread=(max(samples) - min(samples)) / n,
         method="paper's method: cycles of one timed region of n independent add.u32 / n",
         data={"samples": samples}))
 

@@ -331,6 +331,19 @@ def fill_ambiguity(strides: list[int], latency: list[float], spread: list[float]
             f"{strides[i - 1]} and {fill} B cannot be told apart")
 
 
+def fill_spread(strides: list[int], latency: list[float], spread: list[float], fill: int,
+                *, frac: float = 0.9) -> float:
+    """How far the fill size moves within the sweep's own scatter: the smallest stride whose
+    latency less its spread reaches the `frac` level (the largest stride when none does)
+    minus the smallest whose latency plus its spread does (bytes; 0 when the crossing is
+    clear of every stride's spread)."""
+    level = fill_level(latency, frac)
+    high = [s for s, v, sp in zip(strides, latency, spread) if v + sp >= level]
+    low = [s for s, v, sp in zip(strides, latency, spread) if v - sp >= level]
+    lo = min(high) if high else fill
+    return float((min(low) if low else max(strides)) - lo)
+
+
 def fill_model_error(strides: list[int], latency: list[float], fill: int) -> float:
     """Largest deviation, as a fraction of (miss - hit), of the measured curve from the fill
     model: hit + min(1, stride/fill) * (miss - hit), hit and miss taken from the curve's ends

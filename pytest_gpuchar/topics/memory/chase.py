@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
-from ...core.runner import ChainError, Launch, Plan
+from ...core.runner import ChainError, Launch, Plan, Runner
 from ...core.topic import Context
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
@@ -80,13 +80,12 @@ def flush_l2(session: Context) -> None:
 
 
 def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
-    import cupy as cp
     buf = buffer(session)
     if offset + lay.footprint > buf.nbytes:
         raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
                          f"buffer ({buf.nbytes} B)")
     base, words, pointers = chain_words(lay, int(buf.data.ptr), offset)
-    buf[cp.asarray(words)] = cp.asarray(pointers)
+    Runner.scatter(buf, words, pointers)
     return base
 
 
@@ -95,7 +94,6 @@ def _place(session: Context, probe: kernels.ChaseProbe, lay: Layout, flush: bool
     """Global chains are uploaded to the buffer at `offset` (then the L2 flushed if asked:
     the upload itself left the last-written lines in it); shared chains are copied into
     shared memory by the kernel; the const chain is in the PTX."""
-    import cupy as cp
     if probe.space == Space.GLOBAL:
         base = _upload(session, lay, offset)
         if flush:
@@ -106,7 +104,7 @@ def _place(session: Context, probe: kernels.ChaseProbe, lay: Layout, flush: bool
             raise ChainError(f"shared chain of {lay.footprint} B > {SMEM_BYTES} B")
         words = np.zeros(SMEM_BYTES // 4, dtype=np.uint32)
         words[(lay.word_index() * 2)] = (lay.nxt * lay.stride).astype(np.uint32)
-        keep = cp.asarray(words)
+        keep = Runner.to_device(words)
         return Placed(0, int(keep.data.ptr), int(lay.footprint // 4), keep)
     return Placed()
 
@@ -120,12 +118,11 @@ def chase(session: Context, probe: kernels.ChaseProbe, lay: Layout, *, repeats: 
     persist across launches, the L2), NONE. `flush` (default: when warm is NONE) evicts the
     L2 after the upload. `lengths`: steps timed per length (default the probe's ops).
     `offset`: where in the buffer a global chain lies."""
-    import cupy as cp
     session.gpu.ensure_alive(probe.name)
     verified(session, probe)
     at = _place(session, probe, lay, warm == Warm.NONE if flush is None else flush, offset)
     stuck = probe.flavour == "shared_st_ld"   # st [p], p: the chain stays put
-    state = cp.asarray(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
+    state = Runner.to_device(np.array([at.base + lay.cursor * lay.stride], dtype=np.uint64))
     lengths = lengths or dict(probe.ops)
     compiled = module(session)[0]
     expect: list = []
@@ -167,12 +164,11 @@ def _check_ends(probe: Probe, lay: Layout, host: dict, expect: list) -> None:
 def bank(session: Context, row: BankRow, *, repeats: int) -> ChaseRun:
     """One warp's conflicted chase (Table 10 row); thread 0's cycles; every thread's end
     offset checked."""
-    import cupy as cp
     probe = kernels.bank_probe(row, session.gpu.dev.arch)
     verified(session, probe)
     words, starts = bank_layout(row)
-    d_words = cp.asarray(words)
-    state = cp.asarray(starts)
+    d_words = Runner.to_device(words)
+    state = Runner.to_device(starts)
     compiled = module(session)[0]
     out = session.runner.measure(Plan(
         probe.name, {n: compiled.function(probe.entries[n]) for n in CHAIN_LENGTHS},

@@ -35,7 +35,7 @@ CONST_DECL = (f".const .align 8 .u32 gpuchar_cchain[{CONST_WORDS}] = "
 LOOP_UNIT = ("IADD3|VIADD|IADD32I|IADD|IMAD.IADD|UIADD3", "ISETP.*|UISETP.*", "BRA|BRA.U")
 # executed once before the loop (the step count's parameter load, the counter's zeroing, the
 # alignment NOPs of the loop head): allowed in the region ahead of the loop label only, as
-# are never-executed instructions (predicate @!PT), see ChaseLoopProbe
+# are never-executed instructions (core.loop.predicated_off), see ChaseLoopProbe
 LOOP_SETUP_OPCODES = ("LDC", "ULDC", "ULDC.64", "LDCU", "LDCU.64", "MOV", "UMOV", "IMAD.MOV.U32", "MOV32I", "NOP")
 BANK64_SIDE = ("IMNMX*", "VIMNMX*", "VMNMX*", "ISETP*", "SEL", "LOP3.LUT")
 BANK64_SIDE_MAX = 2
@@ -191,14 +191,14 @@ class ChaseLoopProbe(ChaseProbe):
             raise ProbeInvalid(f"probe invalid: {self.name}: branch target of "
                                f"{region[-1].text} not found\n{listing}")
         start = func.instrs[at].offset
-        # never-executed instructions (@!PT: sm_70's convergence placeholder) are not run
-        body = [i for i in region if i.offset >= start and i.pred != "@!PT"]
+        # never-executed instructions (sm_70's convergence placeholder) are not run
+        body = [i for i in region if i.offset >= start and not loop.predicated_off(i)]
         setup = [i for i in region if i.offset < start]
         if not region[0].offset <= start:
             raise ProbeInvalid(f"probe invalid: {self.name}: the branch leaves the timed region"
                                f" (not a loop inside it)\n{listing}")
         stray = [i.opcode for i in setup
-                 if i.opcode not in LOOP_SETUP_OPCODES and i.pred != "@!PT"]
+                 if i.opcode not in LOOP_SETUP_OPCODES and not loop.predicated_off(i)]
         if stray:
             raise ProbeInvalid(f"probe invalid: {self.name}: instructions ahead of the loop "
                                f"that are not setup: {stray}\n{listing}")

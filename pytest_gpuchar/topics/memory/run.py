@@ -9,11 +9,13 @@ from typing import Callable
 from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
+from ...core.runner import Bounds
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
 from . import chase, kernels, plots
 from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fill_model_error,
+                       fill_spread,
                        human_bytes, knees, level_layout, plateaus, without_rising_edge)
 from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find, levels
 from .chase import Curve
@@ -85,7 +87,7 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
-    reps = max(session.repeats, DRAM_REPEATS) if level.is_dram else session.repeats
+    reps = Bounds(DRAM_REPEATS).of(session.repeats) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
     run = _once(session, ("chain", level.key),
@@ -124,9 +126,9 @@ def _shared_store(session, f: Fit, lay, reps: int, warm: Warm, arch: str) -> Mea
     base = _once(session, ("chain", "shared_load"),
                  lambda: chase.chase(session, probe, lay, repeats=reps, warm=warm))
     bf = fit(base.cycles, base.ops)
-    return Measurement("memory.latency.shared_store", f.value - bf.value, "cycles",
-                       f.spread + bf.spread, method=METHOD_STORE, detail="derived",
-                       data={"tolerance": tolerances.of("memory", "shared_store")})
+    return Measurement.of_value("memory.latency.shared_store", f.value - bf.value, "cycles",
+                                spread=f.spread + bf.spread, method=METHOD_STORE, detail="derived",
+                                data={"tolerance": tolerances.of("memory", "shared_store")})
 
 
 def _latency_checks(level: LevelRow, g, lay, run, f: Fit, lf: Fit) -> list[str]:
@@ -231,8 +233,9 @@ def _figure(session: Context, key: str, b: Bisection, data: dict,
     detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
               f"wide, {len(b.steps)} bisection steps); plateau {b.plateau:.0f} cycles, on the "
               f"level <= {b.limit:.0f}, next level {b.above:.0f}" + extra)
-    return Measurement(key, float(b.lo), "bytes", method=METHOD_KNEE, detail=detail,
-                       data={**data, "bisection": {**b.as_data(), "steps": steps}})
+    return Measurement.of_value(key, float(b.lo), "bytes", spread=None, method=METHOD_KNEE,
+                                detail=detail,
+                                data={**data, "bisection": {**b.as_data(), "steps": steps}})
 
 
 def _l1(session: Context, b, g, data: dict) -> Measured:
@@ -335,7 +338,8 @@ def fill(session: Context, row: str, arch: str) -> Measured:
            f"(miss - hit) > {FILL_MODEL_LIMIT:.0%}") if err > FILL_MODEL_LIMIT else \
         fill_ambiguity(sw.footprints, sw.latency, sw.spread, size)
     return Measured(Measurement.of_value(
-        f"memory.geometry.{row}_fill_bytes", float(size), "bytes", spread=0.0, unstable=why,
+        f"memory.geometry.{row}_fill_bytes", float(size), "bytes",
+        spread=fill_spread(sw.footprints, sw.latency, sw.spread, size), unstable=why,
         method=f"stride sweep {list(STRIDES)} B, forward walk, slope over {LENGTHS} dependent "
                f"loads; {FILL_WHAT}; smallest stride reaching 90% of the all-miss latency",
         detail=f"curve vs fill model: max deviation {err:.0%} of (miss - hit)",

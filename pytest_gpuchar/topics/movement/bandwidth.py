@@ -10,7 +10,7 @@ from typing import Callable
 import numpy as np
 
 from ...core.probe import NotApplicable, Probe
-from ...core.runner import Order, Plan
+from ...core.runner import Bounds, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
@@ -70,7 +70,7 @@ def stream_windows(session: Context, probe: Probe, *, name: str, grid: int, smem
 def repeats_for(session: Context, level: Level) -> int:
     """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
     scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
-    return max(session.repeats, DRAM_STREAM_REPEATS) if level is Level.DRAM \
+    return Bounds(DRAM_STREAM_REPEATS).of(session.repeats) if level is Level.DRAM \
         else session.repeats
 
 
@@ -94,7 +94,7 @@ def placements(session: Context, level: Level, per_cta: int) -> tuple[int, ...]:
     if level is not Level.L2:
         return (0,)
     stride = round_up(st.sms(session) * per_cta, GROW)
-    count = max(1, min(session.repeats, st.big_bytes(session) // stride))
+    count = Bounds(1, most=st.big_bytes(session) // stride).of(session.repeats)
     return tuple(k * stride for k in range(count))
 
 
@@ -164,22 +164,24 @@ def _peaks(session: Context, row: StreamRow,
     """Achieved / documented: shared memory per SM per clock, device memory whole-GPU GB/s."""
     if row.peak == "shared":
         v = figs.per_sm.value / SHARED_PEAK
-        return [Measurement(f"movement.bandwidth.{row.id}.of_peak", v, "ratio",
-                            figs.per_sm.spread / SHARED_PEAK, figs.per_sm.why_unstable,
-                            method=f"per-SM figure / {SHARED_PEAK:g} B/clk/SM",
-                            data={"documented": SHARED_PEAK, "source": SHARED_PEAK_SOURCE,
-                                  "tolerance": st.tol("of_peak_shared")})]
+        return [Measurement.of_value(f"movement.bandwidth.{row.id}.of_peak", v, "ratio",
+                                     spread=figs.per_sm.spread / SHARED_PEAK,
+                                     unstable=figs.per_sm.why_unstable,
+                                     method=f"per-SM figure / {SHARED_PEAK:g} B/clk/SM",
+                                     data={"documented": SHARED_PEAK, "source": SHARED_PEAK_SOURCE,
+                                           "tolerance": st.tol("of_peak_shared")})]
     peak = hbm_peak(session.gpu.dev.name) if row.peak == "hbm" else None
     if peak is None:
         return []
     gbps, source = peak
-    return [Measurement(f"movement.bandwidth.{row.id}.of_peak", figs.gbps.value / gbps,
-                        "ratio", figs.gbps.spread / gbps, figs.gbps.why_unstable,
-                        method=f"whole-GPU GB/s (bytes of all CTAs over the launch's "
-                               f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
-                        data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
-                              "source": source,
-                              "tolerance": rate_tol(row, True)})]
+    return [Measurement.of_value(
+        f"movement.bandwidth.{row.id}.of_peak", figs.gbps.value / gbps, "ratio",
+        spread=figs.gbps.spread / gbps, unstable=figs.gbps.why_unstable,
+        method=f"whole-GPU GB/s (bytes of all CTAs over the launch's "
+               f"%globaltimer window, slope over trip counts) / {gbps:g} GB/s",
+        data={"achieved_gbps": round(figs.gbps.value, 1), "documented_gbps": gbps,
+              "source": source,
+              "tolerance": rate_tol(row, True)})]
 
 
 def stream_figures(session: Context, row: StreamRow, arch: str):
@@ -216,16 +218,18 @@ def _whole_gpu(row: StreamRow, figs: analysis.StreamFigures, share: float) -> Me
     tol = rate_tol(row, True)
     key = f"movement.bandwidth.{row.id}.gpu"
     if row.level is Level.DRAM:
-        return Measurement(key, figs.gbps.value, "GB/s", figs.gbps.spread,
-                           figs.gbps.why_unstable,
-                           method="bytes of all CTAs over the launch's %globaltimer window "
-                                  "(first CTA's start to last CTA's end), slope over the trip "
-                                  "counts, median of the launches",
-                           data={"cta_rates_sum_b_per_clk": round(figs.gpu_bytes_per_clk, 2),
-                                 "tolerance": tol})
-    return Measurement(key, figs.gpu_bytes_per_clk, "B/clk", figs.gpu_bytes_per_clk * share,
-                       method="sum over the CTAs (one per SM) of each one's own rate",
-                       data={"tolerance": tol})
+        return Measurement.of_value(
+            key, figs.gbps.value, "GB/s", spread=figs.gbps.spread,
+            unstable=figs.gbps.why_unstable,
+            method="bytes of all CTAs over the launch's %globaltimer window "
+                   "(first CTA's start to last CTA's end), slope over the trip "
+                   "counts, median of the launches",
+            data={"cta_rates_sum_b_per_clk": round(figs.gpu_bytes_per_clk, 2),
+                  "tolerance": tol})
+    return Measurement.of_value(key, figs.gpu_bytes_per_clk, "B/clk",
+                                spread=figs.gpu_bytes_per_clk * share,
+                                method="sum over the CTAs (one per SM) of each one's own rate",
+                                data={"tolerance": tol})
 
 
 def _staircase(session: Context, arch: str, artifact) -> bool:
@@ -293,8 +297,8 @@ def tma_knee(session: Context, level: Level, arch: str, artifact) -> Measured:
                                          session.gpu.dev))
     if size is None:
         return Measured(checks=[f"no TMA size sweep rate is finite: {rates}"])
-    return Measured(Measurement(
-        f"movement.tma.bandwidth.{level.value}.knee_bytes", float(size), "bytes",
+    return Measured(Measurement.of_value(
+        f"movement.tma.bandwidth.{level.value}.knee_bytes", float(size), "bytes", spread=None,
         method=f"smallest cp.async.bulk size of {list(TMA_SIZES)} whose per-SM rate reaches "
                f"{TMA_KNEE_SHARE:.0%} of the best size's",
         data={"rates_bytes_per_clk": dict(zip(TMA_SIZES, [round(r, 2) for r in rates])),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.fit import fit
-from ...core.runner import ChainError, Order, Plan
+from ...core.runner import Bounds, ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
@@ -186,7 +186,7 @@ def _measure_launch(session: Context, c: int, arch: str):
     else:
         session.runner.launcher.prepare(fn, name, smem)
         per_wave = st.sms(session)
-    reps = max(session.repeats, LAUNCH_REPEATS)
+    reps = Bounds(LAUNCH_REPEATS).of(session.repeats)
     out = session.runner.measure(Plan(
         name, {b: fn for b in LAUNCH_WAVES},
         lambda b: st.geometry((per_wave * b,), (32,), smem=smem, cluster=cluster),
@@ -210,7 +210,8 @@ def launch(session: Context, c: int, arch: str) -> Measured:
         plain = session.runs.once(("movement", "launch", 1), lambda: None)[0]
         data["ratio_to_plain"] = round(res.value / plain.value, 3) if plain.value else None
     how = "" if c == 1 else f", clusters of {c} (cluster-dimension launch attribute)"
-    return Measured(Measurement(
-        f"movement.cluster.launch.{label}", res.value, "cycles", res.spread, res.why,
+    return Measured(Measurement.of_value(
+        f"movement.cluster.launch.{label}", res.value, "cycles", spread=res.spread,
+        unstable=res.why,
         method=METHOD_LAUNCH.format(waves=list(LAUNCH_WAVES), how=how, reps=reps),
         data=data), sass=st.sass(session, probe))

@@ -122,8 +122,9 @@ def l2_by_sm(session: Context, row: L2Figure, arch: str, artifact) -> Measured:
     method = METHOD_L2.format(sms=len(sms), lines=L2_LINES, step=STEP[row.op],
                               lengths=list(L2_LENGTHS), reps=session.repeats, what=WHAT[row])
     if row is L2Figure.PARTITIONS:
-        f = Measurement("movement.l2.partitions", float(len(m.groups)), "count", method=method,
-                        data={**data, "tolerance": st.tol("count")})
+        f = Measurement.of_value("movement.l2.partitions", float(len(m.groups)), "count",
+                                 spread=None, method=method,
+                                 data={**data, "tolerance": st.tol("count")})
         return Measured(f, sass=st.sass(session, probe))
     far = row in (L2Figure.FAR, L2Figure.ATOMIC_FAR)
     if far and len(m.one_level) == len(sms):
@@ -136,8 +137,9 @@ def l2_by_sm(session: Context, row: L2Figure, arch: str, artifact) -> Measured:
     if spread != spread:
         why = (f"a far level in {m.far_repeats} of {session.repeats} launches: its spread over "
                f"them is unknown")
-    return Measured(Measurement(KEYS[row], value, "cycles", spread, why, method=method,
-                                data={**data, "tolerance": st.tol("latency")}),
+    return Measured(Measurement.of_value(KEYS[row], value, "cycles", spread=spread, unstable=why,
+                                         method=method,
+                                         data={**data, "tolerance": st.tol("latency")}),
                     sass=st.sass(session, probe))
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.runner import Bounds
 from .rows import LINE, TMA_BYTES, Mechanism
 
 TENSOR_ELEM = 4                       # the tensor maps' element: u32
@@ -56,7 +57,7 @@ def fresh_launches(floor: int, want: int, capacity: int, per_launch: int) -> tup
     (device memory: no block twice): `want` launches after a warm-up, fewer where `capacity`
     blocks cannot hold them, never fewer than `floor`; `per_launch` steps a launch."""
     fit = (capacity - FRESH_SPARE) // per_launch - 1
-    reps = max(floor, min(want, fit))
+    reps = Bounds(want, room=fit).of(floor)
     return reps, (reps + 1) * per_launch + FRESH_SPARE
 
 

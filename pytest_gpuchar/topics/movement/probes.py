@@ -1,13 +1,13 @@
 """The movement topic's probe types (core.probe.Probe subclasses).
 
 ``MovementProbe``: a timed region verified like any probe, with never-executed placeholders
-(``@!PT``) left out, and the code the compiler moved behind the kernel's EXIT (the retry of a
-wait loop) checked to hold nothing but ``tail`` opcodes. ``CountProbe``: a chain whose step is
-a compiler sequence (uniform-datapath address moves, elect loops): each length's region holds
-exactly n x `counts` of the instructions that do the work, anything else only `side`
-opcodes (address arithmetic, moves, branches). ``StreamProbe``: a bandwidth loop whose trip
-count is a parameter (every length is one kernel): the loop body must hold exactly the
-intended memory instructions, and nothing in the region may touch memory otherwise.
+(core.loop.predicated_off) left out, and the code the compiler moved behind the kernel's EXIT
+(the retry of a wait loop) checked to hold nothing but ``tail`` opcodes. ``CountProbe``: a
+chain whose step is a compiler sequence (uniform-datapath address moves, elect loops): each
+length's region holds exactly n x `counts` of the instructions that do the work, anything else
+only `side` opcodes (address arithmetic, moves, branches). ``StreamProbe``: a bandwidth loop
+whose trip count is a parameter (every length is one kernel): the loop body must hold exactly
+the intended memory instructions, and nothing in the region may touch memory otherwise.
 """
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from ...core.loop import is_const_move
 from ...core.probe import Probe
 from ...core.verify import ProbeInvalid, Verdict, matches
 
-NEVER = "@!PT"
 ADDRESS_REG = re.compile(r"\[(R\d+)(?:\.64)?(?:\+[^\]]*)?\]")   # [R16.64], [R4+0x8]
 # what a compiler may put in a stream kernel's timed region besides its memory instructions:
 # address and loop arithmetic, the accumulators, moves, compares, branches, constant loads
@@ -32,8 +31,8 @@ STREAM_SIDE = ("IADD3*", "IADD*", "VIADD*", "UIADD3*", "IMAD*", "UIMAD*", "LEA*"
 
 
 def executed(region: list[sass.Instr]) -> list[sass.Instr]:
-    """The region without never-executed placeholders (predicate @!PT)."""
-    return [i for i in region if i.pred != NEVER]
+    """The region without never-executed placeholders (core.loop.predicated_off)."""
+    return [i for i in region if not loop.predicated_off(i)]
 
 
 def after_exit(func: sass.Function) -> list[sass.Instr]:
@@ -44,8 +43,8 @@ def after_exit(func: sass.Function) -> list[sass.Instr]:
 
 @dataclass
 class MovementProbe(Probe):
-    """A probe whose timed region is verified without @!PT placeholders; `tail` lists the
-    opcode patterns allowed in out-of-line code behind EXIT (besides BRA and NOP)."""
+    """A probe whose timed region is verified without never-executed placeholders; `tail`
+    lists the opcode patterns allowed in out-of-line code behind EXIT (besides BRA and NOP)."""
     tail: tuple[str, ...] = ()
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
@@ -60,7 +59,7 @@ class MovementProbe(Probe):
         """Out-of-line code behind EXIT may hold only `tail` opcodes (and BRA, NOP)."""
         for entry in sorted(set(self.entries.values())):
             extra = [i.text for i in after_exit(functions[entry])
-                     if i.base not in ("BRA", "NOP", "EXIT") and i.pred != NEVER and
+                     if i.base not in ("BRA", "NOP", "EXIT") and not loop.predicated_off(i) and
                      not any(matches(i.opcode, p) for p in self.tail)]
             if extra:
                 raise ProbeInvalid(f"probe invalid: {self.name}: out-of-line code behind EXIT "

@@ -13,7 +13,8 @@ import numpy as np
 from ...core.build import Built
 from ...core.gpu import PASSES
 from ...core.probe import Probe
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
+from ...core import topic
 from ...core.topic import Context
 from ...core.verify import Verdict
 from ...results import tolerances
@@ -38,10 +39,7 @@ def once(session: Context, key: tuple, make):
 def built(session: Context, probe: Probe) -> tuple[Built, Verdict]:
     """The probe as the driver JIT-linked it (its group's module) and its verdict on the
     driver's SASS (once; ProbeInvalid is raised, never a number)."""
-    def make():
-        b = session.builds.jit(probe, session.gpu.dev)
-        return b, session.verify(probe, b.functions)
-    return once(session, ("built", probe.name), make)
+    return topic.built(session, probe)
 
 
 def function(session: Context, probe: Probe, n: int):
@@ -128,9 +126,8 @@ def address(buf) -> int:
 
 def upload(buf, idx: np.ndarray, values: np.ndarray, dtype) -> None:
     """Write `values` at word indices `idx` of `buf` viewed as `dtype`."""
-    import cupy as cp
     view = buf.view(dtype)
-    view[cp.asarray(np.asarray(idx, dtype=np.int64))] = cp.asarray(values.astype(dtype))
+    Runner.scatter(view, np.asarray(idx, dtype=np.int64), values.astype(dtype))
 
 
 def rng(session: Context) -> np.random.Generator:

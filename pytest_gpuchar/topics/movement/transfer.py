@@ -9,10 +9,9 @@ from typing import NamedTuple
 import numpy as np
 
 from ...core.fit import SPREAD_REL, fit
-from ...core.runner import ChainError, Order, Plan
+from ...core.runner import Bounds, ChainError, Order, Plan, TensorMapRejected
 from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
-from ...core.driver import TensorMapRejected
 from ...core.topic import Context
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
 from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
@@ -56,13 +55,12 @@ def _tensor_map(session: Context, mech: Mechanism, big):
     """The tensor map over the big buffer (u32 elements); a refusal is reported with the
     driver's error."""
     nbytes = st.big_bytes(session)
-    driver = session.runner.launcher.driver
+    runner = session.runner
     if mech is Mechanism.TENSOR1D:
-        return driver.encode_tiled(st.address(big), (nbytes // TENSOR_ELEM,), (),
-                                   (TENSOR1D_BOX,))
+        return runner.tensor_map(st.address(big), (nbytes // TENSOR_ELEM,), (), (TENSOR1D_BOX,))
     rows = nbytes // (TENSOR2D_WIDTH * TENSOR_ELEM)
-    return driver.encode_tiled(st.address(big), (TENSOR2D_WIDTH, rows),
-                               (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
+    return runner.tensor_map(st.address(big), (TENSOR2D_WIDTH, rows),
+                             (TENSOR2D_WIDTH * TENSOR_ELEM,), TENSOR2D_BOX)
 
 
 def tma_repeats(session: Context, row: TmaRow) -> tuple[int, int]:
@@ -238,7 +236,7 @@ def _measure_cp_async(session: Context, kind: Async, probe):
     name = probe.name
     chain = cp_async_layout(kind)
     nodes = chain.nodes
-    reps = max(session.repeats, chain.least_launches)
+    reps = Bounds(chain.least_launches).of(session.repeats)
     buf = st.buffer(session, f"cp_async_{kind.value}", chain.lines * LINE)
     order = layouts.block_chain(nodes, chain.lines, LINE, st.rng(session), sparse=chain.sparse)
     nxt = np.roll(order.order, -1)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ...core.build import Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
 from ...core.topic import Context, Notes
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -89,14 +89,13 @@ def verify(session: Context, s: fw.Fp8WgmmaRow):
 
 def run_bits(session: Context, s: fw.Fp8WgmmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T 64x8 tiles given as bit patterns, one launch (a warpgroup a tile)."""
-    import cupy as cp
     verify(session, s)
     name = f"numerics/{s.name}"
     session.gpu.ensure_alive(name)
     T = a_bits.shape[0]
-    gab = cp.asarray(fw.pack_ab(s, a_bits, b_bits))
-    gc = cp.asarray(fw.pack_c(c_bits))
-    gd = cp.zeros((T, fw.THREADS, s.n // 2), dtype=cp.uint32)
+    gab = Runner.to_device(fw.pack_ab(s, a_bits, b_bits))
+    gc = Runner.to_device(fw.pack_c(c_bits))
+    gd = Runner.zeros((T, fw.THREADS, s.n // 2), dtype=np.uint32)
     fn = _built(session, s).compiled.function(s.entry)
     session.runner.once(name, fn, Launch((T,), (fw.THREADS,)), (gab, gc, gd, np.uint32(T)))
     return fw.unpack_d(gd.get(), s.n)
@@ -171,11 +170,11 @@ def question(session: Context, record: Notes, row: q.Fp8Row, arch: str) -> Measu
     if value is None:
         record.note(Result(row.key, arch, Status.INFO, method=method, detail=got.detail[:300]))
         raise NotApplicable(f"{row.key}: {got.detail[:200]}")
-    return Measured(Measurement(row.key, value, unit, method=method,
-                                detail=f"consistent modes: {got.modes}" if mode else "",
-                                data={"tolerance": tolerances.of("numerics", unit),
-                                      "modes": got.modes,
-                                      "cases": [str(c) for c in got.cases[:40]]}))
+    return Measured(Measurement.of_value(row.key, value, unit, spread=None, method=method,
+                                         detail=f"consistent modes: {got.modes}" if mode else "",
+                                         data={"tolerance": tolerances.of("numerics", unit),
+                                               "modes": got.modes,
+                                               "cases": [str(c) for c in got.cases[:40]]}))
 
 
 # --- bit-exact snapshot -------------------------------------------------------------------
@@ -221,10 +220,10 @@ def k_growth(session: Context, in_type: str, arch: str,
     method = (f"A (64 x K) @ B (K x 8), normal(0,1) draws rounded to {in_type} (RNE), 8 tiles, "
               f"chained {s.instruction} over K/32 steps (C = previous D, f32), mean l2 "
               f"relative error against the exact product (math.fsum of the exact products)")
-    figures = [Measurement(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k], "error",
-                           method=method,
-                           data={"tolerance": tolerances.of("numerics", "k_errors"),
-                                 "models": {m: v[k] for m, v in models.items()}})
+    figures = [Measurement.of_value(f"numerics.fp8_wgmma.{in_type}.k_error.k{k}", measured[k],
+                                    "error", spread=None, method=method,
+                                    data={"tolerance": tolerances.of("numerics", "k_errors"),
+                                          "models": {m: v[k] for m, v in models.items()}})
                for k in q.K_REPORTED]
     _plot(artifact, scratch, in_type, arch, measured, models)
     return Measured(*figures, checks=checks)

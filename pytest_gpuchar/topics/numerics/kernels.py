@@ -218,11 +218,7 @@ class MmaProbe(Probe):
     mma: MmaRow | None = None
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        entry = self.mma.entry
-        if entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS "
-                                   f"(have {sorted(functions)})")
-        return {1: list(functions[entry].instrs)}
+        return {1: list(self.sass_of(functions, 1).instrs)}
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> MmaVerdict:

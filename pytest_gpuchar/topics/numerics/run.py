@@ -12,10 +12,10 @@ from typing import Callable
 
 import numpy as np
 
-from ...core import archs
+from ...core import archs, topic
 from ...core.build import Built, Group
 from ...core.probe import NotApplicable
-from ...core.runner import Launch
+from ...core.runner import Launch, Runner
 from ...core.topic import Checked, Context, Notes
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
@@ -54,11 +54,8 @@ def _probe(session: Context, s: MmaRow) -> MmaProbe:
 def _built(session: Context, s: MmaRow) -> Built:
     """The row's kernel as the driver linked it (the numerics module, linked once)."""
     dev = session.gpu.dev
-    session.runs.once(("numerics", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    probe = _probe(session, s)
     return session.runs.once(("numerics", "built", dev.arch, dev.driver, s.name),
-                             lambda: session.builds.jit(probe, dev))
+                             lambda: topic.linked(session, _probe(session, s), groups))
 
 
 def verify(session: Context, s: MmaRow) -> TensorPath:
@@ -77,15 +74,14 @@ def sass_text(session: Context, s: MmaRow) -> str:
 
 def run_bits(session: Context, s: MmaRow, a_bits, b_bits, c_bits) -> np.ndarray:
     """D = A*B + C for T tiles given as bit patterns, one launch (THREADS per block)."""
-    import cupy as cp
     verify(session, s)
     name = f"numerics/{s.name}"
     session.gpu.ensure_alive(name)
     T = a_bits.shape[0]
-    ga = cp.asarray(kernels.pack(s, "a", a_bits))
-    gb = cp.asarray(kernels.pack(s, "b", b_bits))
-    gc = cp.asarray(kernels.pack(s, "c", c_bits))
-    gd = cp.zeros((T, 32, kernels.n_regs(s, "c")), dtype=cp.uint32)
+    ga = Runner.to_device(kernels.pack(s, "a", a_bits))
+    gb = Runner.to_device(kernels.pack(s, "b", b_bits))
+    gc = Runner.to_device(kernels.pack(s, "c", c_bits))
+    gd = Runner.zeros((T, 32, kernels.n_regs(s, "c")), dtype=np.uint32)
     fn = _built(session, s).compiled.function(s.entry)
     blocks = (T * 32 + THREADS - 1) // THREADS
     session.runner.once(name, fn, Launch((blocks,), (THREADS,)),
@@ -222,12 +218,13 @@ def elementwise(session: Context, record: Notes, row: rows.ElementRow,
             "exact_fraction": stat.exact_fraction, "n": stat.n,
             "vs_exact_rounded_once": dataclasses.asdict(res.vs_exact), "sass": path.describe()}
     if not stat.finite:
-        return Measured(Measurement(
-            key, float("nan"), "error", method=method, data=data,
+        return Measured(Measurement.of_value(
+            key, float("nan"), "error", spread=None, method=method, data=data,
             detail=f"{stat.nonfinite} of {stat.n} results are NaN/Inf where the reference "
                    f"is finite"))
     low = profile(session, s, row.op, "low") if analysis.needs_low(row) else None
-    return Measured(Measurement(key, stat.mean_abs, "error", method=method, data=data),
+    return Measured(Measurement.of_value(key, stat.mean_abs, "error", spread=None, method=method,
+                                         data=data),
                     checks=analysis.element_conclusions(row, res, low))
 
 
@@ -247,8 +244,8 @@ def fasi(session: Context, record: Notes, row: rows.FasiRow,
     s, key = _supported(row.mma, arch), row.key
     path = _verified(session, record, s, key, arch)
     if row.question == "native_tensor_core":
-        return Measured(Measurement(
-            key, float(path.native), "bool",
+        return Measured(Measurement.of_value(
+            key, float(path.native), "bool", spread=None,
             method=f"driver JIT SASS of {s.instruction}: {path.describe()}",
             data={"tolerance": tolerances.of("numerics", "bool"), "sass": path.describe()}))
     base, mode = row.asked
@@ -269,10 +266,11 @@ def fasi(session: Context, record: Notes, row: rows.FasiRow,
     if value is None:
         record.note(Result(key, arch, Status.INFO, method=method, detail=got.detail[:300]))
         raise NotApplicable(f"{key}: {got.detail[:200]}")
-    return Measured(Measurement(key, value, unit, method=method, detail=detail,
-                                data={"tolerance": tolerances.of("numerics", unit),
-                                      "cases": [str(c) for c in got.cases[:40]],
-                                      "modes": got.modes}))
+    return Measured(Measurement.of_value(key, value, unit, spread=None, method=method,
+                                         detail=detail,
+                                         data={"tolerance": tolerances.of("numerics", unit),
+                                               "cases": [str(c) for c in got.cases[:40]],
+                                               "modes": got.modes}))
 
 
 # --- seed 004 Figs 19-20: chain matrix multiplication ---------------------------------------
@@ -307,16 +305,18 @@ def chain(session: Context, row: rows.ChainRow, arch: str) -> Measured:
     for n in rows.CHAIN_REPORTED:
         key = f"{row.label}.l2err_n{n}"
         if c.overflowed[n - 1] > 0:
-            figures.append(Measurement(key, float("inf"), "error", method=method,
-                                       detail=f"{c.overflowed[n - 1]:.1%} of chains "
-                                              f"overflowed (inf/nan) by link {n}"))
+            figures.append(Measurement.of_value(key, float("inf"), "error", spread=None,
+                                                method=method,
+                                                detail=f"{c.overflowed[n - 1]:.1%} of chains "
+                                                       f"overflowed (inf/nan) by link {n}"))
         else:
-            figures.append(Measurement(key, c.mean_err[n - 1], "error", method=method,
-                                       data={"tolerance": tolerances.of("numerics", "chain")}))
+            figures.append(Measurement.of_value(
+                key, c.mean_err[n - 1], "error", spread=None, method=method,
+                data={"tolerance": tolerances.of("numerics", "chain")}))
     if row.in_type == "f16":
         ov = c.overflow_link()
-        figures.append(Measurement(
-            f"{row.label}.overflow_link", float(ov) if ov else float("nan"), "count",
+        figures.append(Measurement.of_value(
+            f"{row.label}.overflow_link", float(ov) if ov else float("nan"), "count", spread=None,
             method=method + "; first link after which >= 50% of chains hold inf/nan",
             data={"tolerance": tolerances.of("numerics", "overflows"), "overflowed": c.overflowed}))
     return Measured(*figures,

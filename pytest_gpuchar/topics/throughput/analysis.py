@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...core import runner
 from ...core.fit import fit, least_squares, per_sm_spans
 from .kernels import BLOCKS_PER_SM
 from .rows import SCHEDULERS_PER_SM
@@ -60,16 +61,8 @@ def rate_from_spans(spans: dict[int, list[float]], results_per_sm: dict[int, flo
 
 
 def dynamic_smem(shared_per_sm: int, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
-    """Dynamic shared memory per block that lets `blocks_per_sm` blocks share an SM but not
-    one more (1 KiB reserved per block): with grid = SMs x blocks_per_sm every SM then runs
-    exactly blocks_per_sm blocks, whatever the registers would allow. 0 when no size under
-    the 48 KiB default limit does that (the per-SM warp counts are then checked)."""
-    if not shared_per_sm:
-        return 0
-    x = shared_per_sm // (blocks_per_sm + 1) + 1024
-    if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm:
-        return 0
-    return x
+    """The topic's blocks per SM held by dynamic shared memory (core.runner.dynamic_smem)."""
+    return runner.dynamic_smem(shared_per_sm, blocks_per_sm)
 
 
 def issue_cycle(rates: dict[str, float], schedulers: int = SCHEDULERS_PER_SM) -> float:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...core import ptx, sass
-from ...core.probe import NotApplicable, Probe
+from ...core.probe import NotApplicable, OneKernelProbe, Probe
 from ...core.ptx import SLOT_BYTES, Clock, InputSlot, Kernel, Registers
 from . import rows
 from .rows import LaunchCost, ThroughputRow, Style
@@ -121,10 +121,6 @@ def loop_body(row: ThroughputRow, regs: Registers, unroll: int,
 
 # --- kernels -------------------------------------------------------------------------------
 
-LOOP_PARAMS = [".param .u64 rec_param", ".param .u64 res_param", ".param .u64 in_param",
-               ".param .u32 iters_param"]
-
-
 def kernel(row: ThroughputRow, arch: str, *, entry: str | None = None, unroll: int = UNROLL,
            chains: int = CHAINS, block: int = BLOCK,
            blocks_per_sm: int = BLOCKS_PER_SM) -> tuple[Kernel, Registers, int]:
@@ -135,7 +131,6 @@ def kernel(row: ThroughputRow, arch: str, *, entry: str | None = None, unroll: i
     (operands, one block of input slots per lane), iters (loop trip count)."""
     regs = Registers()
     body, results = loop_body(row, regs, unroll, chains)
-    n_in = max(1, len(regs.inputs)) * SLOT_BYTES
     stores = [f"st.global.b{width} [%res+{k * SLOT_BYTES}], {reg};"
               for k, (reg, width) in enumerate(results)]
     off = len(results) * SLOT_BYTES
@@ -145,31 +140,10 @@ def kernel(row: ThroughputRow, arch: str, *, entry: str | None = None, unroll: i
         shared_setup = ["mov.u32 %lds_addr, tp_lds;", "shl.b32 %lds_off, %tidx, 2;",
                         "add.u32 %lds_addr, %lds_addr, %lds_off;",
                         "st.shared.u32 [%lds_addr], %lds_addr;", "bar.sync 0;"]
-    k = Kernel(
-        entry=entry or kernel_name(row), params=LOOP_PARAMS, preamble=preamble,
-        directives=[f".maxntid {block}, 1, 1", f".minnctapersm {blocks_per_sm}"],
-        decls=[".reg .b64 %rec, %res, %in, %toff, %t0, %t1, %smid64;",
-               ".reg .b32 %tidx, %nt, %cta, %gtid, %lane, %warp, %iters, %it, %sm, "
-               "%lds_addr, %lds_off;",
-               ".reg .pred %again, %lead;", *regs.declarations()],
-        setup=["ld.param.u64 %rec, [rec_param];", "ld.param.u64 %res, [res_param];",
-               "ld.param.u64 %in, [in_param];", "ld.param.u32 %iters, [iters_param];",
-               "mov.u32 %tidx, %tid.x;", "mov.u32 %nt, %ntid.x;", "mov.u32 %cta, %ctaid.x;",
-               "mad.lo.u32 %gtid, %cta, %nt, %tidx;", "and.b32 %lane, %tidx, 31;",
-               # operands per lane: not uniform, not foldable
-               f"mul.wide.u32 %toff, %lane, {n_in};", "add.u64 %in, %in, %toff;",
-               f"mul.wide.u32 %toff, %gtid, {max(off, SLOT_BYTES)};",
-               "add.u64 %res, %res, %toff;", *shared_setup],
-        operands=regs.loads,
-        body=["mov.u32 %it, 0;", "$TP_LOOP:", '.pragma "nounroll";', *body,
-              "add.u32 %it, %it, 1;", "setp.lt.u32 %again, %it, %iters;",
-              "@%again bra $TP_LOOP;"],
-        after=[*stores, "setp.eq.u32 %lead, %lane, 0;", "shr.u32 %warp, %gtid, 5;",
-               f"mul.wide.u32 %toff, %warp, {REC_WORDS * 8};", "add.u64 %rec, %rec, %toff;",
-               "mov.u32 %sm, %smid;", "cvt.u64.u32 %smid64, %sm;",
-               "@%lead st.global.u64 [%rec], %t0;", "@%lead st.global.u64 [%rec+8], %t1;",
-               "@%lead st.global.u64 [%rec+16], %smid64;"],
-        clock=Clock(), guard=False)
+    k = ptx.loop_kernel(entry or kernel_name(row), regs, body, stores, label="TP_LOOP",
+                        block=block, blocks_per_sm=blocks_per_sm,
+                        res_bytes=max(off, SLOT_BYTES), rec_words=REC_WORDS,
+                        preamble=preamble, b32=("%lds_addr", "%lds_off"), setup=shared_setup)
     return k, regs, max(1, len(results))
 
 
@@ -193,29 +167,13 @@ def stamp_kernel(entry: str, *, exit_stamp: bool) -> Kernel:
 
 # --- probe types -----------------------------------------------------------------------------
 
-def _function(probe: Probe, functions: dict[str, sass.Function]) -> sass.Function:
-    entry = probe.entries[probe.snapshot_length()]
-    if entry not in functions:
-        raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS "
-                               f"(have {sorted(functions)})")
-    return functions[entry]
-
-
 @dataclass(kw_only=True)
-class ThroughputProbe(Probe):
+class ThroughputProbe(OneKernelProbe):
     """One kernel whose timed region is a counted loop: ``ops`` maps the PTX ops per loop
     iteration to themselves (the one "length"); ``check`` verifies the loop (verify_loop)."""
     row: ThroughputRow
     unroll: int = UNROLL
     chains: int = CHAINS
-
-    @property
-    def length(self) -> int:
-        return self.snapshot_length()
-
-    @property
-    def entry(self) -> str:
-        return self.entries[self.length]
 
     @property
     def ops_per_iter(self) -> int:
@@ -234,16 +192,10 @@ class ThroughputProbe(Probe):
         """Results (scalar operations) per thread per loop iteration."""
         return self.ops_per_iter * self.row.results_per_op
 
-    def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        func = _function(self, functions)
-        if len(sass.clock_groups(func)) < 2:
-            return {self.length: []}          # verify_loop names the missing clock read
-        return {self.length: sass.timed_region(func)}
-
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> LoopVerdict:
         return verify_loop(self.name, self.arch, self.unit, self.ops_per_iter,
-                           _function(self, functions))
+                           self.sass_of(functions))
 
 
 class EntryStampProbe(Probe):
@@ -252,11 +204,11 @@ class EntryStampProbe(Probe):
     or computation."""
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        return {0: entry_prologue(self.name, _function(self, functions))}
+        return {0: entry_prologue(self.name, self.sass_of(functions))}
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> StampVerdict:
-        return verify_entry_stamp(self.name, _function(self, functions), regions[0])
+        return verify_entry_stamp(self.name, self.sass_of(functions), regions[0])
 
 
 # --- probe builders ------------------------------------------------------------------------

@@ -18,10 +18,10 @@ import numpy as np
 
 from ...core import values
 from ...core.build import Built, Group
-from ...core.fit import Fit, Rate, fit
-from ...core.probe import Probe
+from ...core.fit import Fit, Rate, fit, residual
 from ...core.runner import Launch as Geometry
-from ...core.runner import Order, Plan
+from ...core.runner import WHOLE_GPU, Order, Plan, Runner
+from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, NoFigure, Result, Status
@@ -88,23 +88,12 @@ def launch_snapshot(kind: LaunchCost) -> Callable[[Checked], str] | None:
 
 
 def repeats(session: Context) -> int:
-    return max(3, min(session.repeats, 5))
-
-
-def _built(session: Context, probe: Probe) -> Built:
-    """The probe as the driver linked it, from the topic's module (linked once)."""
-    gpu = session.gpu
-    gpu.ensure_alive(probe.name)
-    dev = gpu.dev
-    session.runs.once(("throughput", "jit", dev.arch, dev.driver),
-                      lambda: session.builds.jit_groups(dev, groups(dev.arch)))
-    return session.builds.jit(probe, dev)
+    return WHOLE_GPU.of(session.repeats)
 
 
 def _input(probe: ThroughputProbe):
     """The `in` buffer: one block of input slots per lane of a warp."""
-    import cupy as cp
-    return cp.asarray(np.tile(np.frombuffer(values.input_buffer(probe.slots), np.uint8), 32))
+    return Runner.to_device(np.tile(np.frombuffer(values.input_buffer(probe.slots), np.uint8), 32))
 
 
 def _by_trip(d: dict) -> dict[str, object]:
@@ -136,8 +125,10 @@ class ThroughputRun:
         """The rate (results/clk/SM, the inverse of the fitted slope) for
         Measurement.of_rate."""
         med = {t: float(statistics.median(v)) for t, v in self.cycles.items()}
-        return Rate(self.rate, self.spread, self.rates, self.fit_intercept, 0.0, self.unstable,
-                    self.why, med)
+        off = residual(med, self.results_per_sm, 1.0 / self.rate, self.fit_intercept) \
+            if self.rate > 0 else float("nan")
+        return Rate(self.rate, self.spread, self.rates, self.fit_intercept, off,
+                    self.unstable, self.why, med)
 
     def sass(self) -> str:
         return self.probe.snapshot_text(self.built.functions)
@@ -148,13 +139,12 @@ def _launch_rows(session: Context, p: ThroughputProbe, fn, reps: int,
     """1 + `reps` launches per trip count on every SM (the first a warm-up; trip counts
     interleaved repeat by repeat), each timed by its events and waited for under the
     watchdog: (records per trip, wall ms per trip, warps)."""
-    import cupy as cp
     dev = session.gpu.dev
     blocks = dev.sm_count * BLOCKS_PER_SM
     threads = blocks * BLOCK
     warps = threads // 32
     d_in = _input(p)
-    d_res = cp.zeros(threads * p.result_slots, dtype=np.uint64)
+    d_res = Runner.zeros(threads * p.result_slots, dtype=np.uint64)
     out = session.runner.measure(Plan(
         p.name, {t: fn for t in trips},
         Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm)),
@@ -166,8 +156,7 @@ def _launch_rows(session: Context, p: ThroughputProbe, fn, reps: int,
 def measure_throughput(session: Context, p: ThroughputProbe, *, reps: int,
                        trips: tuple[int, ...] = TRIPS) -> ThroughputRun:
     """JIT (driver), verify the driver's SASS, launch on every SM, fit."""
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     host, wall, warps = _launch_rows(session, p, built.compiled.function(p.entry), reps, trips)
     spans, sms, warps_per_sm = analysis.trip_spans(host, reps)
     wps = warps // max(1, sms)
@@ -210,16 +199,16 @@ def fma(session: Context, row: ThroughputRow, arch: str) -> Measured:
                                   method=m.method, data=data)]
     if peak:
         frac = m.rate / peak
-        figures.append(Measurement(
-            f"throughput.peak_fraction.{row.name}", frac, "ratio",
+        figures.append(Measurement.of_value(
+            f"throughput.peak_fraction.{row.name}", frac, "ratio", spread=None,
             method=f"measured fma/clk/SM over the documented peak {peak:g} ({rows.PEAK_SOURCE})",
             detail=(f"{unit} ({row.unit_fu}) reached {frac:.1%} of its documented peak "
                     f"{peak:g} fma/clk/SM ({m.rate:.1f} measured)"),
             data={"peak": peak, "tolerance": tol("peak_fraction")}))
     if row.name != "ffma":
         base = measured(session, rows.ROWS["ffma"], arch)
-        figures.append(Measurement(
-            f"throughput.ratio.{row.name}_per_ffma", m.rate / base.rate, "ratio",
+        figures.append(Measurement.of_value(
+            f"throughput.ratio.{row.name}_per_ffma", m.rate / base.rate, "ratio", spread=None,
             method="measured fma/clk/SM of this row over FFMA's (same method)",
             data={"ffma": base.rate, "tolerance": tol("fma")}))
     return Measured(*figures, sass=m.sass())
@@ -271,13 +260,12 @@ def benchmark(bench, session: Context, row: ThroughputRow, arch: str) -> None:
 def launcher(session: Context, m: ThroughputRun, trips: int = TRIPS[-1]):
     """A callable that launches the row's kernel once on every SM and waits for it (the
     timer pytest-benchmark uses then measures a synchronised launch)."""
-    import cupy as cp
     dev, p = session.gpu.dev, m.probe
     fn = m.built.compiled.function(p.entry)
     blocks = dev.sm_count * BLOCKS_PER_SM
     d_in = _input(p)
-    d_res = cp.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
-    rec = cp.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
+    d_res = Runner.zeros(blocks * BLOCK * p.result_slots, dtype=np.uint64)
+    rec = Runner.zeros((blocks * BLOCK // 32, REC_WORDS), dtype=np.uint64)
     geometry = Geometry((blocks,), (BLOCK,), smem=analysis.dynamic_smem(dev.shared_per_sm))
 
     def once():
@@ -297,15 +285,13 @@ class BarRun:
 
 def measure_bar(session: Context, arch: str, threads: int, reps: int) -> BarRun:
     """Cycles per bar.sync of a block of `threads` threads (slope over trip counts)."""
-    import cupy as cp
     p = kernels.bar_probe(arch, threads)
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     fn = built.compiled.function(p.entry)
     blocks = session.gpu.dev.sm_count
     wpb = threads // 32
     d_in = _input(p)
-    d_res = cp.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
+    d_res = Runner.zeros(blocks * threads * p.result_slots, dtype=np.uint64)
     out = session.runner.measure(Plan(
         p.name, {t: fn for t in BAR_TRIPS}, Geometry((blocks,), (threads,)),
         lambda t: (lambda r, rec: (rec, d_res, d_in, np.uint32(t))), reps,
@@ -333,8 +319,7 @@ def bar_sync(session: Context, threads: int, arch: str) -> Measured:
 def _stamps(session: Context, kind: LaunchCost, arch: str):
     """(probe, driver SASS, verdict, launchable function) of a launch-stamp kernel."""
     p = kernels.stamp_probe(kind, arch)
-    built = _built(session, p)
-    verdict = session.verify(p, built.functions)
+    built, verdict = topic.built(session, p, groups)
     return p, p.snapshot_text(built.functions), verdict, built.compiled.function(p.entries[0])
 
 
@@ -405,8 +390,8 @@ def issue_cycle(session: Context, arch: str) -> Measured:
     if "ffma" not in rates:
         rates["ffma"] = measured(session, rows.ROWS["ffma"], arch).rate
     best = max(rates, key=rates.get)
-    return Measured(Measurement(
-        "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles",
+    return Measured(Measurement.of_value(
+        "throughput.launch.issue_cycle", analysis.issue_cycle(rates), "cycles", spread=None,
         method=METHOD_LAUNCH[LaunchCost.ISSUE_CYCLE],
         data={"fastest_row": best, "rate": rates[best], "rows_seen": len(rates),
               "tolerance": tol(TOL_LAUNCH[LaunchCost.ISSUE_CYCLE])}))

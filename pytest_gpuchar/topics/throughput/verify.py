@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...core import sass
-from ...core.loop import SETUP, LoopVerdict, verify_loop
+from ...core.loop import SETUP, LoopVerdict, predicated_off, verify_loop
 from ...core.verify import ProbeInvalid, Verdict, matches
 
 __all__ = ["LoopVerdict", "StampVerdict", "entry_prologue", "verify_entry_stamp", "verify_loop"]
@@ -30,7 +30,7 @@ def verify_entry_stamp(name: str, func: sass.Function,
                        before: list[sass.Instr]) -> StampVerdict:
     """The first clock read comes before any memory access or computation: only setup
     (constants, special registers, moves) precedes it."""
-    bad = [i.opcode for i in before if i.pred != "@!PT"
+    bad = [i.opcode for i in before if not predicated_off(i)
            and not any(matches(i.opcode, c) for c in SETUP)]
     if bad:
         raise ProbeInvalid(f"probe invalid: {name}: instructions before the entry clock read "

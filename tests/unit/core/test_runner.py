@@ -11,7 +11,8 @@ import pytest
 
 from pytest_gpuchar.core import gpu as g
 from pytest_gpuchar.core import timing
-from pytest_gpuchar.core.runner import Launch, Order, Plan, Records, Refused, Runner
+from pytest_gpuchar.core.runner import (WHOLE_GPU, Bounds, Launch, Order, Plan, Records, Refused,
+                                        Runner)
 
 
 class Kernel:
@@ -200,3 +201,16 @@ def test_named_buffers_are_made_once(cp):
     a = runner.buffer("x", 100)
     assert runner.buffer("x", 64) is a and a.nbytes == 104
     assert runner.buffer("x", 200) is not a
+
+
+@pytest.mark.parametrize("asked", [0, 1, 3, 5, 7, 15, 30, 80])
+def test_bounds_are_the_clamps_the_topics_wrote(asked):
+    """The one repeats policy gives what each topic's own clamp gave: 3 to 5 for whole-GPU
+    launches, at least N for a scattered level, at most as many as a buffer holds, and a
+    wanted number no further than the room, never below what was asked."""
+    assert WHOLE_GPU.of(asked) == max(3, min(asked, 5))
+    assert Bounds(60).of(asked) == max(asked, 60)
+    assert Bounds(1, most=4).of(asked) == max(1, min(asked, 4))
+    for room in (2, 20, 100):
+        assert Bounds(60, room=room).of(asked) == max(asked, min(60, room))
+    assert Bounds(0).of(asked) == asked

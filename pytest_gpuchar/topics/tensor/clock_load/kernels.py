@@ -16,7 +16,7 @@ from enum import Enum
 
 import numpy as np
 
-from ....core import ptx, sass
+from ....core import loop, ptx, sass
 from ....core.loop import LOOP_CONTROL, LoopVerdict, verify_loop
 from ....core.probe import Probe
 from ....core.ptx import Clock, Kernel, Registers
@@ -147,9 +147,7 @@ class LoadProbe(Probe):
         return next(iter(self.entries.values()))
 
     def function(self, functions: dict[str, sass.Function]) -> sass.Function:
-        if self.entry not in functions:
-            raise sass.RegionError(f"{self.name}: kernel {self.entry} missing from the SASS")
-        return functions[self.entry]
+        return self.sass_of(functions, next(iter(self.entries)))
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
         return {self.count: sass.timed_region(self.function(functions))}
@@ -178,11 +176,13 @@ class StreamLoadProbe(LoadProbe):
         bad = sorted({i.opcode for i in region if i.base != "LDG" and not any(
             matches(i.opcode, p) for p in (*STREAM_ARITH, *LOOP_CONTROL))})
         branches = [i for i in region if i.base == "BRA"]
-        if len(loads) != self.count or mem or bad or len(branches) != 1:
+        loops = loop.backward_branches(func, region)
+        if len(loads) != self.count or mem or bad or len(branches) != 1 or len(loops) != 1:
             raise ProbeInvalid(f"probe invalid: {self.name}: wanted one loop of {self.count} x "
                                f"{self.unit[0]} + address arithmetic; got {len(loads)} loads, "
                                f"other memory {mem}, other instructions {bad}, "
-                               f"{len(branches)} branches\n{sass.format_listing(region)}")
+                               f"{len(branches)} branches of which {len(loops)} backward\n"
+                               f"{sass.format_listing(region)}")
         return LoopVerdict(True, {self.unit[0]: 1.0}, message="stream loop",
                            body_instructions=len(region))
 

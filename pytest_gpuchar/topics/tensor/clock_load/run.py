@@ -14,7 +14,8 @@ import numpy as np
 
 from ....core import values
 from ....core.build import Built, Group
-from ....core.runner import Launch, Plan, Runner
+from ....core.runner import Launch, Plan, Runner, dynamic_smem
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import draw, pyplot
@@ -61,15 +62,6 @@ def geometry(load: Load, sm_count: int) -> tuple[int, int]:
             Load.HBM: (sm_count * cl.BLOCKS_PER_SM, cl.BLOCK)}[load]
 
 
-def dynamic_smem(shared_per_sm: int, blocks_per_sm: int) -> int:
-    """Dynamic shared memory per block that fits `blocks_per_sm` blocks on an SM, not one
-    more (1 KiB reserved per block); 0 when no size under 48 KiB does."""
-    if not shared_per_sm:
-        return 0
-    x = shared_per_sm // (blocks_per_sm + 1) + 1024
-    return 0 if x > 48 * 1024 or blocks_per_sm * (x + 1024) > shared_per_sm else x
-
-
 def work(load: Load, iters: int, warps_per_sm: int, blocks: int, threads: int
          ) -> tuple[float, float]:
     """(work per SM, work of the whole GPU) of one window: FLOP, or bytes for streaming."""
@@ -93,18 +85,17 @@ class Buffers:
 
 
 def buffers(load: Load, probe: cl.LoadProbe, blocks: int, threads: int) -> Buffers:
-    import cupy as cp
-    res = cp.zeros(blocks * threads, dtype=np.uint32)
+    res = Runner.zeros(blocks * threads, dtype=np.uint32)
     if load is Load.WGMMA:
         fill, meta = wgmma_inputs(cl.WGMMA_ROW, probe.name)
-        f, m = cp.asarray(fill), cp.asarray(meta)
+        f, m = Runner.to_device(fill), Runner.to_device(meta)
         return Buffers(lambda rec, it: (rec, res, f, m, np.uint32(it)), [res, f, m])
     if load is Load.HBM:
-        data = cp.arange(cl.STREAM_WORDS16 * 4, dtype=np.uint32)
+        data = Runner.to_device(np.arange(cl.STREAM_WORDS16 * 4, dtype=np.uint32))
         return Buffers(lambda rec, it: (rec, res, data, np.uint32(it)), [res, data])
     slots = next(iter(probe.inputs.values())) if probe.inputs else []
     words = np.frombuffer(values.input_buffer(slots), np.uint8)
-    d_in = cp.asarray(np.tile(words, 32))
+    d_in = Runner.to_device(np.tile(words, 32))
     return Buffers(lambda rec, it: (rec, res, d_in, np.uint32(it)), [res, d_in])
 
 
@@ -147,13 +138,10 @@ def campaign(session: Context, arch: str) -> Campaign:
     def make() -> Campaign:
         gpu = session.gpu
         probes = cl.probes(arch)
-        gpu.ensure_alive("clock_load")
-        session.builds.jit_groups(gpu.dev, groups(arch))
         out = Campaign()
         for load in ORDER:
             p = probes[load]
-            built = session.builds.jit(p, gpu.dev)
-            session.verify(p, built.functions)
+            built, _ = topic.built(session, p, groups)
             iters, recs = run_load(session.runner, load, p, built)
             windows = [cl.window(r) for r in recs]
             blocks, threads = geometry(load, gpu.dev.sm_count)
@@ -170,11 +158,14 @@ def campaign(session: Context, arch: str) -> Campaign:
 # --- the figures ----------------------------------------------------------------------------
 
 def _figure(key: str, value: float, spread: float, unit: str, method: str, data: dict,
-            detail: str = "", kind: str | None = None) -> Measurement:
+            detail: str = "", kind: str | None = None, why: str | None = None) -> Measurement:
+    """A figure of the campaign; unstable (unless `why` says otherwise) when its spread over
+    the sustained windows exceeds 1% of its value."""
     if kind is None:
         kind = "clock" if key.endswith(CLOCK_FIGURES) else "clock_load"
-    why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
-           if spread > 0.01 * abs(value) else "")
+    if why is None:
+        why = (f"spread over the sustained windows {spread:.3g} > 1% of {value:.4g}"
+               if spread > 0.01 * abs(value) else "")
     m = Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
                              data={"tolerance": tol(kind), **data})
     m.detail = detail
@@ -207,14 +198,14 @@ def load_figures(session: Context, load: Load, arch: str) -> Measured:
     figs = [_figure(f"{key}.sm_clock_mhz", mhz, mhz_sp, "MHz", method, data)]
     if load is not Load.IDLE:
         idle = c.summaries[Load.IDLE].mhz()[0]
-        first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz, 0.0, "MHz", method,
-                        {"window_s": WINDOW_S}, kind="first_clock")
         # one sample of the ramp from the boost clock down to the sustained clock: where on it
         # the first window falls moves from night to night, so its spread, the nightly's noise,
         # is the ramp's height, and no less than the range this load's windows span: one
         # window is one draw of a clock that the same run saw anywhere in it (docs/hopper.md,
-        # lab notes)
-        first.spread = first_window_spread([w.mhz for w in s.windows], mhz)
+        # lab notes); that spread is the figure's scatter, not a sign it is unstable
+        first = _figure(f"{key}.sm_clock_first_mhz", s.windows[0].mhz,
+                        first_window_spread([w.mhz for w in s.windows], mhz), "MHz", method,
+                        {"window_s": WINDOW_S}, kind="first_clock", why="")
         figs += [first,
                  _figure(f"{key}.sm_clock_vs_idle", mhz / idle, mhz_sp / idle, "ratio",
                          f"sustained SM clock under {load} over the idle clock ({idle:.0f} MHz)",

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ....core.build import Group
 from ....core.runner import Runner
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from . import kernels as fe
@@ -21,7 +22,6 @@ from ..wgmma.rows import row as depth_row
 from ..tolerance import tol
 
 
-REPEATS = 7
 NATIVE = "e4m3.f32.m64n256k32"
 METHOD = ("{instr} on sm_90 (no FP8 mma.sync tensor instruction: per op {sass}); W warps on "
           "one SM after a bar.sync, each ILP independent accumulator chains in a counted loop "
@@ -62,25 +62,21 @@ class EmulationRun:
     sass: str = ""
     unit: dict = field(default_factory=dict)
     skipped: dict = field(default_factory=dict)
+    repeats: int = 0                 # timed launches per trip count
 
 
 def run_row(session: Context, r: fe.EmulationRow, arch: str) -> EmulationRun:
     fe.require(arch, "hardware: ")
 
     def make() -> EmulationRun:
-        gpu = session.gpu
-        gpu.ensure_alive("fp8_emulated")
-        session.runs.once(("tensor", "fp8_emulated", "jit", gpu.dev.driver),
-                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
-        out = EmulationRun()
+        out = EmulationRun(repeats=session.repeats)
         for ilp in fe.ILPS:
             p = fe.probe(r, ilp, arch)
-            built = session.builds.jit(p, gpu.dev)
-            verdict = session.verify(p, built.functions)
+            built, verdict = topic.built(session, p, groups)
             if ilp == 1:
                 out.sass, out.unit = p.snapshot_text(built.functions), dict(verdict.unit)
             skipped: dict = {}
-            for w, recs in launch(session.runner, p, built.compiled, REPEATS, skipped).items():
+            for w, recs in launch(session.runner, p, built.compiled, out.repeats, skipped).items():
                 out.points.append(fe.point(recs, w, ilp))
             out.skipped.update({f"ilp{ilp}@w{w}": why for w, why in skipped.items()})
         return out
@@ -95,7 +91,7 @@ def _figure(key, value, spread, why, unit, method, data) -> Measurement:
 def figures(session: Context, r: fe.EmulationRow, arch: str) -> Measured:
     run = run_row(session, r, arch)
     sass = " + ".join(f"{v:g} x {k}" for k, v in run.unit.items())
-    method = METHOD.format(instr=r.instruction, sass=sass, steps=fe.STEPS, reps=REPEATS)
+    method = METHOD.format(instr=r.instruction, sass=sass, steps=fe.STEPS, reps=run.repeats)
     base = next(p for p in run.points if p.warps == 1 and p.ilp == 1)
     stable = [p for p in run.points if not p.unstable]
     top = max(stable, key=lambda p: p.throughput) if stable else None

@@ -45,7 +45,7 @@ def wgmma_tol(row: WgmmaRow, kind: str = "wgmma") -> dict:
     return tol(kind.replace("wgmma", "wgmma_n256", 1) if row.n >= 256 else kind)
 
 
-def _figure(key: str, value, spread: float, unstable: bool, why: str, *, unit: str,
+def _figure(key: str, value, spread: float | None, unstable: bool, why: str, *, unit: str,
             method: str, data: dict | None = None) -> Measurement:
     """A sweep figure (a point's value, not a slope fit of its own)."""
     return Measurement.of_value(key, value, unit, spread=spread,
@@ -145,7 +145,7 @@ def _peaks(s: Sweep, row: TensorRow, pts: dict, method: str) -> list:
     for suffix, max_w in (("throughput_peak_w4", 4), ("throughput_peak", None)):
         top = analysis.peak(pts, max_warps=max_w)
         if top is None:
-            out.append(_figure(f"{row.key}.{suffix}", float("nan"), 0.0, True,
+            out.append(_figure(f"{row.key}.{suffix}", float("nan"), None, True,
                                "no stable sweep point (see the points' reasons in the sweep "
                                "JSON)", unit=row.unit, method=method))
             continue
@@ -172,10 +172,12 @@ def _achieved_peak(row: TensorRow, arch: str, peak_figure: Measurement) -> list:
     if doc is None or arch != "sm_90" or not math.isfinite(peak_figure.value or math.nan):
         return []
     peak, source = doc
-    return [Measurement(f"{row.key}.achieved_peak", peak_figure.value / peak, "ratio",
-                        (peak_figure.spread or 0.0) / peak, peak_figure.unstable,
-                        method=f"throughput_peak / documented peak {peak:g} {row.unit} "
-                        f"({source})", data={"peak": peak, "tolerance": tol("achieved_peak")})]
+    return [Measurement.of_value(f"{row.key}.achieved_peak", peak_figure.value / peak, "ratio",
+                                 spread=(peak_figure.spread or 0.0) / peak,
+                                 unstable=peak_figure.unstable,
+                                 method=f"throughput_peak / documented peak {peak:g} {row.unit} "
+                                 f"({source})",
+                                 data={"peak": peak, "tolerance": tol("achieved_peak")})]
 
 
 def _falls(row: TensorRow, pts: dict) -> tuple[list[str], int]:
@@ -274,7 +276,7 @@ def _wgmma_latency(s: Sweep, row: WgmmaRow) -> Measurement:
     method = WGMMA_LAT_METHOD.format(trips=list(WGMMA_LAT_TRIPS))
     key = f"tensor.wgmma.{row.name}.completion_latency"
     if lat is None:
-        return _figure(key, float("nan"), 0.0, True, "the latency loop was not measured "
+        return _figure(key, float("nan"), None, True, "the latency loop was not measured "
                        "(see the sweep JSON: skipped / invalid)", unit="cycles", method=method)
     # one wgmma per trip: the figure is each warp's own cycles, judged by their stability
     # (the block span's throughput of this loop is not reported; its launches scattered

@@ -43,7 +43,6 @@ def launchable(ps: list[TensorProbe], compiled: Compiled, skipped: dict) -> list
 def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
     """One job's launches: per trip count 1 + `repeats` launches of one block (the warm-up
     dropped), the job's operands uploaded before its first records are allocated."""
-    import cupy as cp
     p = job.probe
     for trips in job.trips:
         if trips < 1:
@@ -54,7 +53,7 @@ def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
     def args(trips):
         if not loaded:
             buf, fill = operands.inputs(p, job.threads, key=job.key)
-            loaded.extend([cp.asarray(buf), cp.asarray(fill)])
+            loaded.extend([Runner.to_device(buf), Runner.to_device(fill)])
         d_in, d_fill = loaded
         return lambda r, rec: (rec, d_in, d_fill, np.uint32(trips))
     return Plan(p.name, {t: fn for t in job.trips}, Launch((1,), (job.threads,)), args, repeats,

@@ -37,12 +37,10 @@ class Unsupported(NotApplicable):
     """The arch lacks this shape/type: the reason, given before any ptxas run (a skip)."""
 
 
-def never_executed(ins: sass.Instr) -> bool:
-    """Scheduling filler between dependent tensor instructions, not part of the probe: NOP
-    (the driver JIT of 580.x pads HMMA chains with them) and instructions predicated on
-    !PT / !UPT that never execute ('@!UPT UIADD3 URZ, URZ, URZ, URZ', ptxas 13.x). They are
-    left out of the verified region (core.loop.never_executed)."""
-    return loop.never_executed(ins)
+# Scheduling filler between dependent tensor instructions is left out of the verified region
+# (core.loop.never_executed): NOP (the driver JIT of 580.x pads HMMA chains with them) and the
+# never-executed '@!UPT UIADD3 URZ, URZ, URZ, URZ' of ptxas 13.x.
+never_executed = loop.never_executed
 
 
 def without_filler(func: sass.Function) -> sass.Function:
@@ -53,13 +51,6 @@ def without_filler(func: sass.Function) -> sass.Function:
     index = [0, *itertools.accumulate(keep)]      # kept instructions before each index
     return sass.Function(func.name, [i for i, k in zip(func.instrs, keep) if k],
                          {name: index[at] for name, at in func.labels.items()})
-
-
-def _function(probe: Probe, key: int, functions: dict[str, sass.Function]) -> sass.Function:
-    entry = probe.entries[key]
-    if entry not in functions:
-        raise sass.RegionError(f"{probe.name}: kernel {entry} missing from the SASS")
-    return functions[entry]
 
 
 def loop_body(func: sass.Function) -> list[sass.Instr]:
@@ -133,7 +124,7 @@ class TensorProbe(Probe):
         """Each kernel's whole timed region (the loop and what surrounds it)."""
         out = {}
         for key in self.entries:
-            func = _function(self, key, functions)
+            func = self.sass_of(functions, key)
             out[key] = sass.timed_region(func) if len(sass.clock_groups(func)) >= 2 else []
         return out
 
@@ -148,7 +139,7 @@ class TensorProbe(Probe):
         tensor instructions per trip, loop control named, setup only around it) whose body
         is at least `steps` dependent instructions deep."""
         (key, entry), = self.entries.items()
-        func = _function(self, key, functions)
+        func = self.sass_of(functions, key)
         unit, count = self.loop_unit(key)
         func = without_filler(func)
         v = verify_loop(self.name, self.arch, unit, count, func, ops=self.ops[key] * self.per_op)
@@ -238,7 +229,7 @@ class WgmmaProbe(TensorProbe):
         loops = {}
         for key in sorted(self.entries):
             acc = verify_wgmma_trips(self.name, self.unit[0], self.ops[key],
-                                     _function(self, key, functions),
+                                     self.sass_of(functions, key),
                                      drain_after=not self.is_latency_loop(key))
             loops[key] = {"tensor_per_trip": acc["per_trip"], **{
                 k: acc[k] for k in ("group_control", "loop_control", "body_instructions")}}
@@ -249,7 +240,7 @@ class WgmmaProbe(TensorProbe):
 
     def snapshot_text(self, functions: dict[str, sass.Function]) -> str:
         """Every kernel of the probe (the latency loop first), normalised."""
-        return "".join(sass.normalise(_function(self, k, functions)) for k in sorted(self.entries))
+        return "".join(sass.normalise(self.sass_of(functions, k)) for k in sorted(self.entries))
 
     def snapshot_header(self, tool: toolchain.Tool) -> str:
         return f"// {self.name} ({self.arch}, {tool.name} {tool.version})\n"

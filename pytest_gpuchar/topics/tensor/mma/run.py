@@ -13,6 +13,7 @@ from ....core import archs, sass
 from ....core.build import Group, Stage
 from ....core.jit import JITError
 from ....core.probe import DeclaredUnmeasurable, Probe
+from ....core.runner import Bounds
 from ....core.topic import Context
 from ....core.verify import ProbeInvalid
 from . import analysis, kernels
@@ -191,7 +192,7 @@ def run_sweep(session: Context, arch: str, repeats: int) -> Sweep:
 def sweep(session: Context, arch: str) -> Sweep:
     """The arch's sweep, measured once per session."""
     return session.runs.once(("tensor", "sweep", arch), lambda: run_sweep(
-        session, arch, max(session.repeats, SWEEP_MIN_REPEATS)))
+        session, arch, Bounds(SWEEP_MIN_REPEATS).of(session.repeats)))
 
 
 # --- static checks of whole modules ----------------------------------------------------------

@@ -26,6 +26,7 @@ class Point:
     unstable: bool
     why: str = ""
     spans: dict = field(default_factory=dict)     # trip -> median block span
+    warp_spread: float = float("nan")  # max - min of the per-repeat warp cycles per trip
 
     @property
     def label(self) -> str:
@@ -49,7 +50,8 @@ def point(row: DepthRow, config: Config, warpgroups: int, records: dict) -> Poin
     each = [work / s for s in bf.slopes if s > 0]
     why = "; ".join(w for w in (bf.why_unstable, wf.why_unstable) if w)
     return Point(config, warpgroups, bf.value, wf.value, thr,
-                 (max(each) - min(each)) if each else float("inf"), bool(why), why, bf.medians)
+                 (max(each) - min(each)) if each else float("inf"), bool(why), why, bf.medians,
+                 wf.spread)
 
 
 def best(points: list[Point]) -> Point | None:
@@ -71,6 +73,20 @@ def concurrency_to(points: list[Point], fraction: float, peak: float) -> Point |
     groups in flight) that reaches `fraction` of `peak`."""
     ok = [p for p in points if not p.unstable and p.throughput >= fraction * peak]
     return min(ok, key=lambda p: (in_flight(p), p.warpgroups)) if ok else None
+
+
+def concurrency_spread(points: list[Point], fraction: float, peak: float) -> float:
+    """How far the in-flight count of concurrency_to moves within the points' own scatter:
+    the fewest in flight of the stable points whose throughput less its spread reaches
+    `fraction` of `peak` (the largest in flight when none does) minus the fewest of those
+    whose throughput plus its spread does; 0 when the scatter moves no point across."""
+    ok = [p for p in points if not p.unstable]
+    line = fraction * peak
+    high = [in_flight(p) for p in ok if p.throughput + p.spread >= line]
+    low = [in_flight(p) for p in ok if p.throughput - p.spread >= line]
+    if not high:
+        return float("nan")
+    return float((min(low) if low else max(in_flight(p) for p in ok)) - min(high))
 
 
 def in_flight(p: Point) -> int:

@@ -261,12 +261,7 @@ class DepthProbe(Probe):
         return self.row.configs[key]
 
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
-        out = {}
-        for key, entry in self.entries.items():
-            if entry not in functions:
-                raise sass.RegionError(f"{self.name}: kernel {entry} missing from the SASS")
-            out[key] = sass.timed_region(functions[entry])
-        return out
+        return {key: sass.timed_region(self.sass_of(functions, key)) for key in self.entries}
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> DepthVerdict:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ....core.build import Built, Group
 from ....core.runner import Launch, Plan, Refused, Runner
+from ....core import topic
 from ....core.topic import Context
 from ....results.judge import Measured, Measurement
 from ....results.plots import draw, pyplot
@@ -22,7 +23,6 @@ from .rows import CHAIN, LATENCY, ROWS, DepthRow, counterpart
 
 
 TRIPS = (128, 256, 384)
-REPEATS = 7
 WARPGROUP = 128
 METHOD = ("one block on one SM, W warpgroups, each running a counted loop: per trip "
           "wgmma.fence, C wgmma ({instr}, {operands}, K-major, swizzle "
@@ -79,10 +79,9 @@ def launch(runner: Runner, p: wd.DepthProbe, compiled, reps: int,
     """Every (config, warpgroups) x trip count, 1 + reps launches each (one batch, one wait):
     {(config key, warpgroups): {trip: [(starts, ends) per repeat]}}. A block size the
     kernel's registers or the driver refuse goes to `skipped`."""
-    import cupy as cp
     fill, meta = inputs(p.row, p.name)
-    d_fill, d_in = cp.asarray(fill), cp.asarray(meta)
-    d_res = cp.zeros(wd.THREADS_MAX, dtype=np.uint32)
+    d_fill, d_in = Runner.to_device(fill), Runner.to_device(meta)
+    d_res = Runner.zeros(wd.THREADS_MAX, dtype=np.uint32)
     plans, labels = [], []
     for key, entry in sorted(p.entries.items()):
         fn = compiled.function(entry)
@@ -115,6 +114,7 @@ class RowRun:
     points: list
     trips: dict                      # config tag -> the verified loop's accounting
     skipped: dict = field(default_factory=dict)
+    repeats: int = 0                 # timed launches per trip count
 
     def point(self, config, warpgroups: int) -> wa.Point | None:
         return next((p for p in self.points if p.config == config
@@ -126,34 +126,30 @@ def row_run(session: Context, r: DepthRow, arch: str) -> RowRun:
     p = wd.probe(r)
 
     def make() -> RowRun:
-        gpu = session.gpu
-        gpu.ensure_alive(p.name)
-        session.runs.once(("tensor", "wgmma_depth", "jit", gpu.dev.driver),
-                          lambda: session.builds.jit_groups(gpu.dev, groups(arch)))
-        built = session.builds.jit(p, gpu.dev)
+        built = topic.linked(session, p, groups)
         wd.check_wgmma_log(p.name, built.compiled.info_log)
         verdict = session.verify(p, built.functions)
         skipped: dict = {}
-        raw = launch(session.runner, p, built.compiled, REPEATS, skipped)
+        raw = launch(session.runner, p, built.compiled, session.repeats, skipped)
         points = [wa.point(r, p.config(k), wg, recs) for (k, wg), recs in sorted(raw.items())]
-        return RowRun(p, built, points, verdict.trips, skipped)
+        return RowRun(p, built, points, verdict.trips, skipped, session.repeats)
     return session.runs.once(("tensor", "wgmma_depth", r.name, arch, p.digest), make)
 
 
 # --- the figures --------------------------------------------------------------------------
 
-def _figure(key: str, value, spread: float, why: str, unit: str, method: str,
+def _figure(key: str, value, spread: float | None, why: str, unit: str, method: str,
             data: dict) -> Measurement:
     return Measurement.of_value(key, value, unit, spread=spread, unstable=why, method=method,
                                 data=data)
 
 
-def _method(r: DepthRow) -> str:
+def _method(r: DepthRow, reps: int) -> str:
     operands = ("A from registers (loaded once before the clock), B from shared memory"
                 if r.a_regs else "A and B from shared memory")
     rounds = " (S rounds of them: S = 1, or sS at the end of the config tag)" if _xs(r) else ""
     return METHOD.format(instr=r.instruction(), operands=operands, swizzle=r.swizzle,
-                         trips=list(TRIPS), reps=REPEATS, sass=r.sass, xs=_xs(r), rounds=rounds)
+                         trips=list(TRIPS), reps=reps, sass=r.sass, xs=_xs(r), rounds=rounds)
 
 
 def _xs(r: DepthRow) -> str:
@@ -165,7 +161,8 @@ def _latency(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     pt = run.point(LATENCY, 1)
     if pt is None:
         return []
-    return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, 0.0, pt.why, "cycles",
+    return [_figure(f"{r.key}.completion_latency", pt.warp_trip_cycles, pt.warp_spread, pt.why,
+                    "cycles",
                     "cycles per trip of the loop whose trip is one wgmma from fence to "
                     "wait_group 0 complete (1 warpgroup, one accumulator; the trip's loop "
                     f"control {run.trips[LATENCY.tag]['loop_control']} included; the "
@@ -179,7 +176,7 @@ def _peak(r: DepthRow, run: RowRun, method: str) -> list[Measurement]:
     data = {"grid": wa.grid(run.points), "skipped": run.skipped, "peak": r.peak,
             "peak_source": r.peak_source}
     if top is None:
-        return [_figure(f"{r.key}.throughput", float("nan"), 0.0, "no stable point",
+        return [_figure(f"{r.key}.throughput", float("nan"), None, "no stable point",
                         "flop/clk/SM", method, data)]
     over = wa.higher_unstable(run.points, top)
     why = (f"a higher point was unstable: {over.throughput:.0f} at {over.label} ({over.why})"
@@ -208,7 +205,8 @@ def _concurrency(r: DepthRow, points: list) -> list[Measurement]:
                            "documented peak", {"tolerance": tol("depth_fraction")}))
     hit = wa.concurrency_to(points, 0.95, r.peak)
     if hit is not None:
-        out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)), 0.0, "",
+        out.append(_figure(f"{r.key}.in_flight_for_95pct", float(wa.in_flight(hit)),
+                           wa.concurrency_spread(points, 0.95, r.peak), "",
                            "count", f"fewest wgmma in flight per SM (warpgroups x chains x "
                            f"groups in flight) whose stable throughput reaches 95% of the peak: "
                            f"{hit.label}", {"tolerance": tol("depth_point"), "point": hit.label}))
@@ -272,7 +270,7 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
             f"commit_group, wait_group 1 (1 warpgroup; loop control "
             f"{run.trips[CHAIN.tag]['loop_control']} included): what Luo et al. 2024 Tables "
             f"VIII-IX and arXiv:2512.02189 Table V print as wgmma latency, as the "
-            f"tensor.wgmma.*.cycles_per_wgmma loop; not the completion latency; " + _method(r),
+            f"tensor.wgmma.*.cycles_per_wgmma loop; not the completion latency; " + _method(r, run.repeats),
             {"tolerance": tol("depth_latency"), "trip_cycles": round(pt.trip_cycles, 2)}))
     top = wa.best(run.points)
     if top is not None:
@@ -295,7 +293,7 @@ def _interval(r: DepthRow, run: RowRun) -> list[Measurement]:
 
 def row_figures(session: Context, r: DepthRow, arch: str, artifact=None) -> Measured:
     run = row_run(session, r, arch)
-    method = _method(r)
+    method = _method(r, run.repeats)
     figures = (_latency(r, run, method) + _interval(r, run) + _peak(r, run, method)
                + _swizzle(session, r, arch, run) + _vs_dense(session, r, arch, run))
     if r.group == "small_n":

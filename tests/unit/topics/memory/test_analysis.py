@@ -217,3 +217,13 @@ def test_device_info_memory_fields_default_and_table():
     assert device.free_memory() is None or device.free_memory() > 0
     g = analysis.geometry(d)
     assert g.l1_bytes == analysis.FALLBACK_L1 and any("fallback" in n for n in g.notes)
+
+
+def test_the_fill_size_spread_is_how_far_the_scatter_moves_the_crossing():
+    strides = [16, 32, 64, 128, 256]
+    lat = [100.0, 150.0, 250.0, 400.0, 400.0]      # the 90% level: 370 cycles
+    size = analysis.fill_granularity(strides, lat)
+    assert size == 128
+    assert analysis.fill_spread(strides, lat, [5.0] * 5, size) == 0.0   # clear crossing
+    # 64 B reaches the level within its spread, 128 B falls below it within its own
+    assert analysis.fill_spread(strides, lat, [5.0, 5.0, 130.0, 40.0, 5.0], size) == 256 - 64

@@ -126,7 +126,7 @@ def test_figures_on_a_fake_gpu(fake_cupy, monkeypatch):
                                           "HMMA.16816.F32": 2.0})
     gpu = Gpu(dev, None, 5.0)
     s = types.SimpleNamespace(builds=Builds(), gpu=gpu, runner=Runner(gpu), runs=RunCache(),
-                              verify=lambda p, f: verdict)
+                              repeats=7, verify=lambda p, f: verdict)
     m = run.figures(s, fe.ROWS[0], "sm_90")
     got = {f.key.rsplit(".", 1)[1]: f.value for f in m.figures}
     assert got["accumulate_chain_cycles"] == pytest.approx(6.0)

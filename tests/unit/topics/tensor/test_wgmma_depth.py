@@ -268,7 +268,7 @@ def test_sparse_rows_against_dense_on_a_fake_gpu(fake_cupy, monkeypatch):
     s2 = _session(monkeypatch, {c.tag: {"loop_control": {}} for c in old.configs})
     keys = [f.key.removeprefix(old.key + ".") for f in run.row_figures(s2, old, "sm_90").figures]
     assert keys == ["completion_latency", "throughput", "achieved_peak"]
-    assert " x S" not in run._method(old)
+    assert " x S" not in run._method(old, 7)
 
 
 def test_sparse_metadata_is_validated_before_launch(monkeypatch):
@@ -284,3 +284,15 @@ def test_sparse_metadata_is_validated_before_launch(monkeypatch):
         run.inputs(r, "p")
 
 
+
+
+def test_the_in_flight_spread_is_how_far_the_scatter_moves_the_95pct_point():
+    c = rows.Config(1, 1)
+
+    def pt(wg, thr, spread):
+        return wa.Point(c, wg, 0, 0, thr, spread, False)
+    # in flight 2 per warpgroup (one chain, two groups): 2, 4, 6
+    clear = [pt(1, 80.0, 1.0), pt(2, 97.0, 1.0), pt(3, 99.0, 1.0)]
+    assert wa.concurrency_spread(clear, 0.95, 100.0) == 0.0
+    close = [pt(1, 94.0, 2.0), pt(2, 96.0, 2.0), pt(3, 99.0, 1.0)]
+    assert wa.concurrency_spread(close, 0.95, 100.0) == 6 - 2
