@@ -20,6 +20,7 @@ from .results import terminal
 from .core import archs, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
+from .api import gpuchar_probe  # noqa: F401 - the public probe API's fixture
 from .fixtures import STATE, state
 from .results.history_rows import suite_version
 from .results.judge import NoFigure, Result, Status

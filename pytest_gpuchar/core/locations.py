@@ -94,13 +94,13 @@ def sass_dir(module: Path, tag: str) -> Path:
     return root / tag
 
 
-def seed(root: Path, tag: str) -> int:
+def seed(root: Path, tag: str, archive: Path | None = None) -> int:
     """Copy the shipped snapshots of compiler/arch `tag` into the user's store `root`, those
     it does not have yet, once per package version (a marker file records it). A file the
     user has, accepted or changed, is never replaced. Returns how many files were written."""
     from importlib import metadata
     from .atomic import atomic_write
-    archive = sass_archive()
+    archive = archive or sass_archive()
     if not archive.is_file():
         return 0
     try:
