@@ -16,6 +16,7 @@ copy (the package runs from the checkout and reads the repository's own files)."
 from __future__ import annotations
 
 import io
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -54,6 +55,8 @@ class BuildPyWithSuite(build_py):
                 raise SystemExit(f"setup.py: {src} is missing: build from a checkout or an "
                                  f"sdist of pytest-gpuchar (they carry it)")
         pkg = Path(self.build_lib) / "pytest_gpuchar"
+        for old in (pkg / "suite", pkg / "data"):   # an earlier build's files: not this tree's
+            shutil.rmtree(old, ignore_errors=True)
         suite = pkg / "suite"
         suite.mkdir(parents=True, exist_ok=True)
         (suite / "__init__.py").write_text(SUITE_INIT)
