@@ -133,8 +133,7 @@ def probes(seq: Sequence, arch: str) -> list[Probe]:
     why = row.supported(archs.validate(arch))
     if why:
         raise NotApplicable(why)
-    return [kernels.latency_probe(row, arch, seq.lengths),
-            kernels.cpi_probe(row, arch)]
+    return [kernels.latency_probe(row, arch, seq.lengths), kernels.cpi_probe(row, arch)]
 
 
 class UserProbes:
@@ -152,24 +151,32 @@ class UserProbes:
 
     def latency(self, seq: Sequence) -> list:
         """Cycles per op of the dependent chain, judged as ``latency.<name>``."""
-        return self._hardware(seq, run.latency)
+        return self._hardware(seq, measure_latency)
 
     def throughput(self, seq: Sequence) -> list:
         """Cycles per op of independent ops (one thread), judged as ``cpi.<name>``."""
-        return self._hardware(seq, run.cpi)
+        return self._hardware(seq, measure_throughput)
 
     def _hardware(self, seq: Sequence, measure) -> list:
-        row = seq.row()
-        why = row.supported(self.arch)
+        why = seq.row().supported(self.arch)
         if why:
             raise NotApplicable(why)
         self.request.getfixturevalue("gpu")          # skips, with the reason, without one
-        session = self.request.getfixturevalue("gpuchar")
-        measured: Measured = measure(session, row, self.arch) if seq.lengths is None or \
-            measure is not run.latency else run.figure(
-                session, kernels.latency_probe(row, self.arch, seq.lengths),
-                f"latency.{row.name}", run.METHOD_LATENCY, row.latency_note)
+        measured = measure(self.request.getfixturevalue("gpuchar"), seq, self.arch)
         return self.request.getfixturevalue("hardware_row")(measured)
+
+
+def measure_latency(session, seq: Sequence, arch: str) -> Measured:
+    """The dependent chain on the GPU (the instruction tables' figure: JIT, verify, launch,
+    fit, the driver's SASS), as ``latency.<name>``."""
+    row = seq.row()
+    return run.figure(session, kernels.latency_probe(row, arch, seq.lengths),
+                      f"latency.{row.name}", run.METHOD_LATENCY, row.latency_note)
+
+
+def measure_throughput(session, seq: Sequence, arch: str) -> Measured:
+    """The independent sequence on the GPU, as ``cpi.<name>``."""
+    return run.cpi(session, seq.row(), arch)
 
 
 @pytest.fixture
@@ -179,4 +186,5 @@ def gpuchar_probe(request, arch: str) -> UserProbes:
     return UserProbes(request, arch)
 
 
-__all__ = ["Sequence", "SequenceError", "UserProbes", "gpuchar_probe", "probes"]
+__all__ = ["Sequence", "SequenceError", "UserProbes", "gpuchar_probe", "measure_latency",
+           "measure_throughput", "probes"]

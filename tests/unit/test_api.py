@@ -95,3 +95,57 @@ def test_a_sequence_the_compiler_contracts_is_probe_invalid_with_the_sass(user_p
     result.stdout.fnmatch_lines(["*probe invalid: latency/user.mul_add:*",
                                  "intended: 16 x [[]FMUL + FADD] per timed region", "*FFMA*"])
     assert not (user_project.path / "__sass__").exists()
+
+
+# --- the hardware path, on a fake GPU (NumPy for CuPy, the real launch stage and Gpu) --------
+
+class _Kernel:
+    """Thread 0 reads 20 + per_op x ops cycles."""
+
+    def __init__(self, ops: int, per_op: float):
+        self.ops, self.per_op = ops, per_op
+
+    def __call__(self, grid, block, args, shared_mem=0):
+        args[0][0] = int(20 + self.per_op * self.ops)
+
+
+class _Compiled:
+    def __init__(self, probe, per_op):
+        self.probe, self.per_op = probe, per_op
+
+    def function(self, entry):
+        n = next(k for k, e in self.probe.entries.items() if e == entry)
+        return _Kernel(self.probe.ops[n], self.per_op)
+
+
+def _fake_session(per_op: float):
+    import types
+    from pytest_gpuchar.core import sass, toolchain
+    from pytest_gpuchar.core.build import Built
+    from pytest_gpuchar.core.gpu import Gpu
+    from pytest_gpuchar.core.runner import Runner
+    from pytest_gpuchar.core.verify import Verdict
+    from pytest_gpuchar.session import RunCache
+
+    def offline(probe, tool=None):
+        raise toolchain.ToolMissing("no ptxas here")
+    dev = types.SimpleNamespace(arch="sm_90", driver="580", index=0, cuda_driver_api="13.0")
+    gpu = Gpu(dev, None, 5.0)
+    builds = types.SimpleNamespace(offline=offline, jit=lambda probe, d: Built(
+        probe, {e: sass.Function(e, []) for e in probe.entries.values()},
+        compiled=_Compiled(probe, per_op)))
+    return types.SimpleNamespace(gpu=gpu, runner=Runner(gpu), builds=builds, runs=RunCache(),
+                                 repeats=5, device=dev,
+                                 verify=lambda p, f, tag="": Verdict(True, {"FFMA": 1.0}))
+
+
+def test_a_sequences_latency_is_the_slope_over_its_chain_lengths(fake_cupy):
+    seq = api.Sequence(**{**FFMA, "lengths": (8, 16, 32)})
+    m = api.measure_latency(_fake_session(4.0), seq, "sm_90")
+    fig, = m.figures
+    assert fig.key == "latency.user.ffma" and fig.unit == "cycles/op"
+    assert fig.value == pytest.approx(4.0, abs=0.01)
+    assert "[8, 16, 32] ops" in fig.method
+    assert m.sass is not None and fig.data["jit_equals_ptxas"] is None
+    cpi, = api.measure_throughput(_fake_session(0.5), api.Sequence(**FFMA), "sm_90").figures
+    assert cpi.key == "cpi.user.ffma" and cpi.value == pytest.approx(0.5, abs=0.05)
