@@ -18,6 +18,7 @@ seeded from the shipped archive per compiler and arch (a file the user has is ne
 """
 from __future__ import annotations
 
+import functools
 import os
 import tarfile
 from pathlib import Path
@@ -71,6 +72,7 @@ def sass_archive() -> Path:
     return PACKAGE / "data" / SASS_ARCHIVE
 
 
+@functools.lru_cache(maxsize=1024)
 def in_installed_suite(module: Path) -> bool:
     """Is `module` (a test file) one of the installed package's suite modules?"""
     suite = installed_suite()
@@ -94,21 +96,25 @@ def sass_dir(module: Path, tag: str) -> Path:
     return root / tag
 
 
+@functools.lru_cache(maxsize=1)
+def _version() -> str:
+    from importlib import metadata
+    try:
+        return metadata.version("pytest-gpuchar")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def seed(root: Path, tag: str, archive: Path | None = None) -> int:
     """Copy the shipped snapshots of compiler/arch `tag` into the user's store `root`, those
     it does not have yet, once per package version (a marker file records it). A file the
     user has, accepted or changed, is never replaced. Returns how many files were written."""
-    from importlib import metadata
     from .atomic import atomic_write
     archive = archive or sass_archive()
+    target = root / tag
+    marker = target / f".shipped-{_version()}"
     if not archive.is_file():
         return 0
-    try:
-        version = metadata.version("pytest-gpuchar")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    target = root / tag
-    marker = target / f".shipped-{version}"
     if marker.exists():
         return 0
     prefix = f"{SASS_DIR}/{tag}/"
