@@ -115,8 +115,8 @@ def current_entry(store: E.Store, arch: str, key: str, device: str | None) -> di
 
 
 def paper_record(store: E.Store, arch: str, key: str) -> bool:
-    """Does the file `key` belongs in (in any layer of the store) hold a paper's record (any arch-level entry whose source
-    is not a measured run)?"""
+    """Does the file `key` belongs in, in any layer of the store, hold a paper's record (any
+    arch-level entry whose source is not a measured run)?"""
     paths = [E.file_for(key, arch, layer) for layer in store.layers]
     return any(not e.source.startswith("measured")
                for path in paths if path.exists()
