@@ -53,7 +53,8 @@ def installed(tmp_path_factory):
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "VIRTUAL_ENV", "GPUCHAR_EXPECTATIONS", "PYTEST_ADDOPTS")
            and not k.startswith(("PYTEST_XDIST", "GPUCHAR_"))}
-    env.update(GPUCHAR_NO_GPU="1", GPUCHAR_HOME=str(top / "home"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(GPUCHAR_NO_GPU="1", GPUCHAR_HOME=str(top / "home"),
+               PIP_DISABLE_PIP_VERSION_CHECK="1")
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, REPO], top, env)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     wheel, = dist.glob("pytest_gpuchar-*.whl")
@@ -88,8 +89,9 @@ def test_the_wheel_carries_the_suite_and_runs_outside_the_checkout(installed):
 
 def test_the_static_suite_of_one_arch_counts_as_in_the_clone(installed):
     bin_, env, empty = installed
+    here = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     clone = _run([sys.executable, "-m", "pytest", "tests/characterisation", f"--gpu-arch={ARCH}",
-                  "-q", "-p", "no:cacheprovider"], REPO, {**os.environ, "GPUCHAR_NO_GPU": "1"})
+                  "-q", "-p", "no:cacheprovider"], REPO, {**here, "GPUCHAR_NO_GPU": "1"})
     assert clone.returncode == 0, clone.stdout[-3000:]
     wheel = _run([bin_ / "pytest", f"--gpu-arch={ARCH}", "-p", "no:cacheprovider"], empty, env)
     assert wheel.returncode == 0, wheel.stdout[-3000:] + wheel.stderr[-2000:]
