@@ -1,5 +1,8 @@
-"""Repository-level conftest: pytester for the plugin's own unit tests (tests/unit); the
-repository's tests need the gpuchar plugin (its fixtures, markers and options).
+"""Repository-level conftest: the repository's tests need the gpuchar plugin (its fixtures,
+markers and options). pytester, for the plugin's own unit tests (tests/unit), is loaded by
+pyproject.toml's addopts (`-p pytester`), not by `pytest_plugins` here: pytest refuses that in
+a conftest that is not at the run's rootdir, as this one is not when the suite of a checkout
+is run from another directory (pytest --gpuchar-suite).
 
 Compiled bytecode: where Python is told not to write it (PYTHONDONTWRITEBYTECODE, as on some
 CI images), every run of this repository's tests compiled and assertion-rewrote every module
@@ -12,8 +15,6 @@ import os
 import sys
 
 import pytest
-
-pytest_plugins = ["pytester"]
 
 _SAVED = "gpuchar_bytecode_env"
 

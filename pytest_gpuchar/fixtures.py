@@ -58,11 +58,12 @@ def sass_snapshot(snapshot, request):
     directory of that compiler and of the test's arch). An offline compiler and arch with no
     record at all (a new target, a new ptxas) is a skip saying how to record one, not a
     failure of every test."""
-    from .results.snapshot import SASS_DIR, SASSSnapshotExtension, use_compiler
+    from .core.locations import sass_dir
+    from .results.snapshot import SASSSnapshotExtension, use_compiler
 
     def _for(tag: str):
         arch = request.getfixturevalue("arch") if "arch" in request.fixturenames else "any"
-        record = request.node.path.parent / SASS_DIR / tag / arch
+        record = sass_dir(request.node.path, f"{tag}/{arch}")
         if tag.startswith("ptxas-") and not record.is_dir() and \
                 not request.config.option.update_snapshots:
             pytest.skip(f"static: no SASS snapshots recorded for {tag}/{arch}: review the "

@@ -15,11 +15,12 @@ import warnings
 
 import pytest
 
-from . import fixtures
+from . import fixtures, suite_select
 from .results import terminal
 from .core import archs, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
+from .api import gpuchar_probe  # noqa: F401 - the public probe API's fixture
 from .fixtures import STATE, state
 from .results.history_rows import suite_version
 from .results.judge import NoFigure, Result, Status
@@ -73,6 +74,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "model's boards, every other board's figure kept and the range spanning "
                      "them all (extend, the default), or make this board's figures the "
                      "model's alone (replace: drops the other boards)")
+    g.addoption("--gpuchar-suite", dest="gpuchar_suite", action="store_true", default=False,
+                help="run the characterisation suite that comes with the package (beside any "
+                     "path given); without it, a run given no path in a directory with no "
+                     "test file runs the suite, and otherwise your own tests (docs/installed.md)")
     parser.addini("gpu_arch", "default for --gpu-arch", default="")
     parser.addini("gpuchar_report", "default for --gpuchar-report", default="")
     parser.addini("gpuchar_history", "default for --gpuchar-history", default="")
@@ -82,6 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
+    suite_select.choose(config)
     session = GpuCharSession.from_config(config)
     config.stash[STATE] = session
     config.pluginmanager.register(session, "gpuchar-session")
@@ -198,6 +204,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     st = state(config)
     lines = [f"gpuchar: archs {', '.join(st.archs())}"
              + (" (requested)" if st.requested else "")]
+    if suite_select.CHOSEN in config.stash:
+        lines.append(f"gpuchar: {config.stash[suite_select.CHOSEN]}")
     dev = st.device
     if dev:
         lines += [f"gpuchar: {x}" for x in dev.header_lines()]

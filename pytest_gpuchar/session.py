@@ -21,7 +21,7 @@ from .core.topic import RunCache
 from .core.verify import Verdict
 from .results import tolerances
 from .results.changes import measured_skip
-from .results.expectations import Expected, Store, default_root
+from .results.expectations import Expected, Store, default_layers
 from .results.durations import Durations
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
@@ -79,12 +79,12 @@ class GpuCharSession:
                 raise pytest.UsageError(f"--gpu-arch: {e}") from None
         report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
         idx = config.getoption("gpuchar_device")
-        root = default_root(config.rootpath)
-        tolerances.use(root)
+        layers = default_layers(config.rootpath)
+        tolerances.use(layers[0])
         return cls(config, requested, int(config.getoption("gpuchar_repeats")),
                    float(config.getoption("gpuchar_watchdog")),
                    Path(report) if report else None, None if idx is None else int(idx),
-                   Store(root), accept_level=config.getoption("gpuchar_accept_level"),
+                   Store(layers=layers), accept_level=config.getoption("gpuchar_accept_level"),
                    accept_fleet=config.getoption("gpuchar_accept_fleet"))
 
     # --- device -------------------------------------------------------------------------------

@@ -17,13 +17,16 @@ def _check(store: Store, files: list[Path]) -> int:
     explicit = bool(files)
     files = files or store.files()
     if not files:
-        print(f"no expectation files found under {store.root} (set GPUCHAR_EXPECTATIONS)")
+        print(f"no expectation files found under {' or '.join(map(str, store.layers))} "
+              f"(set GPUCHAR_EXPECTATIONS)")
         return 1
     bad = 0
+    layered = len(store.layers) > 1
     for f in files:
         try:
             e = load_file(f)
-            print(f"ok  {f}: {len(e.characteristics)} characteristics, "
+            where = f"[{store.layer_of(f)}] " if layered else ""
+            print(f"ok  {where}{f}: {len(e.characteristics)} characteristics, "
                   f"{len(e.mappings)} mappings, {len(e.devices)} devices")
         except ExpectationError as err:
             bad += 1
@@ -39,6 +42,33 @@ def _check(store: Store, files: list[Path]) -> int:
 
 
 DEFAULT_SAMPLE = "results/{arch}/fleet/sample.jsonl.gz"
+
+
+def _show(store: Store, args) -> int:
+    """Each entry of an arch (the device's own over the arch's), the layer it came from
+    (shipped, user, or project for a single directory) and its file:line."""
+    try:
+        arch = archs.validate(args.arch)
+        exp = store.load(arch)
+    except (archs.UnknownArch, ExpectationError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return 2
+    if exp is None:
+        print(f"gpuchar-expectations: no expectation file of {arch} under "
+              f"{' or '.join(map(str, store.layers))}", file=sys.stderr)
+        return 1
+    keys = sorted(set(exp.characteristics) | set(exp.devices.get(args.device or "", {})))
+    shown = 0
+    for key in keys:
+        if args.key and not any(key.startswith(k) for k in args.key):
+            continue
+        e = exp.get(key, args.device)
+        figure = e.value if e.range is None else list(e.range)
+        print(f"{key}  {figure} {e.unit}  [{store.layer_of(e.origin)}] {e.origin}")
+        shown += 1
+    print(f"{shown} entries of {arch}" + (f" for {args.device}" if args.device else "")
+          + f"; layers, lowest first: {', '.join(map(str, store.layers))}")
+    return 0
 
 
 def sample_path(args, arch: str) -> Path:
@@ -125,10 +155,16 @@ def parser() -> argparse.ArgumentParser:
                     "run's JSON report (atomic; other entries and archs untouched).")
     ap.add_argument("--root", type=Path, default=None,
                     help="expectations directory (default: $GPUCHAR_EXPECTATIONS, else "
-                         "./expectations)")
+                         "./expectations, else the files that came with the package, with "
+                         "the user's own directory over them: docs/installed.md)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("check", help="validate expectation files")
     c.add_argument("files", nargs="*", type=Path)
+    sh = sub.add_parser("show", help="each entry of an arch with the layer (shipped, user, "
+                                     "project) and file:line it came from")
+    sh.add_argument("--arch", required=True)
+    sh.add_argument("--device", help="the device's own entries over the arch's")
+    sh.add_argument("--key", action="append", help="only keys starting with this (repeatable)")
     u = sub.add_parser("update", help="accept a measured run: a board into its model's fleet "
                                       "sample (--device), or the arch's values")
     u.add_argument("--results", required=True, type=Path, help="gpuchar report JSON")
@@ -183,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     store = Store(getattr(args, "update_root", None) or args.root)
     if args.cmd == "check":
         return _check(store, args.files)
+    if args.cmd == "show":
+        return _show(store, args)
     if args.cmd == "generations":
         from ..results import generations
         text = "\n".join(generations.markdown(

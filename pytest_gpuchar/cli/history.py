@@ -33,7 +33,16 @@ EXIT_USAGE = 2
 
 
 def default_db() -> str:
-    return os.environ.get("GPUCHAR_HISTORY") or DEFAULT_DB
+    """$GPUCHAR_HISTORY, else gpuchar-history.sqlite here (a checkout, or a directory that has
+    one), else in the user's own directory (an installed package: core/locations.py)."""
+    from ..core import locations
+    env = os.environ.get("GPUCHAR_HISTORY")
+    if env:
+        return env
+    if Path(DEFAULT_DB).exists() or locations.is_checkout():
+        return DEFAULT_DB
+    locations.user_dir().mkdir(parents=True, exist_ok=True)
+    return str(locations.user_dir() / DEFAULT_DB)
 
 
 def _fmt(v, width: int = 0) -> str:
@@ -259,7 +268,8 @@ def parser() -> argparse.ArgumentParser:
     db = argparse.ArgumentParser(add_help=False)
     db.add_argument("--db", default=argparse.SUPPRESS, metavar="TARGET",
                     help="the history: a file path (SQLite) or a database URL "
-                         "(postgresql://...); default $GPUCHAR_HISTORY, else " + DEFAULT_DB)
+                         "(postgresql://...); default $GPUCHAR_HISTORY, else " + DEFAULT_DB
+                         + " (installed: in the user's own directory, $GPUCHAR_HOME)")
     ap = argparse.ArgumentParser(
         prog="gpuchar-history", parents=[db],
         description="The history of gpuchar runs in a database (SQLite file or PostgreSQL): "

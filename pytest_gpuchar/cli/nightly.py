@@ -416,12 +416,19 @@ def selected_tonight(previous: list[dict] | None, junit: Path,
     return [r for r in previous if case(str(r.get("test", ""))) in cases]
 
 
+def default_tests() -> list[str]:
+    """The suite a nightly runs without test paths: the project's tests/characterisation
+    (a checkout), else the one installed with the package (pytest --gpuchar-suite)."""
+    return ["tests/characterisation"] if Path("tests/characterisation").is_dir() \
+        else ["--gpuchar-suite"]
+
+
 def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
     """Tonight's suite run (its output in pytest.log): its command, the process, the other
     processes NVML saw computing on the GPU meanwhile, and why NVML could not look ("")."""
     # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
     # history would record the run before the comparison reads the previous one)
-    cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
+    cmd = [sys.executable, "-m", "pytest", *(args.tests or default_tests()),
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
            "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
            *(["-m", "static"] if args.static_only else []), *args.pytest_args]
@@ -544,7 +551,8 @@ def main(argv: list[str] | None = None) -> int:
                     "nightly.json and nightly.md. Exit: 0 no change, 1 changes within "
                     "tolerance, 2 regressions, 3 the run broke, 4 measured nothing (no "
                     "hardware test ran; see --static-only). Extra pytest args after --.")
-    ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation)")
+    ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation, "
+                                             "else the installed suite: --gpuchar-suite)")
     ap.add_argument("--repeatability", nargs=2, metavar=("RUN1", "RUN2"),
                     help="only compare two runs' gpuchar-results.json (or nightly.json) for "
                          "repeatability per topic, print it and exit 0")

@@ -137,10 +137,9 @@ def current_entry(store: E.Store, arch: str, key: str, device: str | None) -> di
 
 
 def paper_record(store: E.Store, arch: str, key: str) -> bool:
-    """Does the file `key` belongs in hold a paper's record (any arch-level entry whose source
-    is not a measured run)?"""
-    path = E.file_for(key, arch, store.root)
-    if not path.exists():
-        return False
-    f = E.load_file(path)
-    return any(not e.source.startswith("measured") for e in f.characteristics.values())
+    """Does the file `key` belongs in, in any layer of the store, hold a paper's record (any
+    arch-level entry whose source is not a measured run)?"""
+    paths = [E.file_for(key, arch, layer) for layer in store.layers]
+    return any(not e.source.startswith("measured")
+               for path in paths if path.exists()
+               for e in E.load_file(path).characteristics.values())

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import yaml
 
+from ..core import locations
 from ..core.atomic import atomic_write
 # the schema (entry types, their fields and validation), also the public names of this module
 # (atomic_write too: the writers of other modules take it from here)
@@ -53,18 +54,54 @@ from .schema import (ENTRY_KEYS, FLEET_SOURCE, MAX_FILE_BYTES, NOISE_KEYS, SCHEM
                      ExpectationError, Expected, load_file, parse,
                      Unmeasurable)  # noqa: F401
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent.parent / "expectations"
+PACKAGE_ROOT = locations.shipped_expectations()   # the checkout's, else the installed package's
 
 
 def default_root(start: Path | None = None) -> Path:
     """Where the expectation files are: $GPUCHAR_EXPECTATIONS, else `start`/expectations
-    (the current directory: the project a command is run in), else the directory beside
-    the package source (an editable install)."""
+    (the current directory: the project a command is run in), else the files that came with
+    the code (a checkout's expectations/, or the installed package's)."""
     env = os.environ.get("GPUCHAR_EXPECTATIONS")
     if env:
         return Path(env)
     here = Path(start or Path.cwd()) / "expectations"
     return here if here.is_dir() else PACKAGE_ROOT
+
+
+def default_layers(start: Path | None = None) -> list[Path]:
+    """The directories a Store reads, lowest first; the last is the one written. One
+    directory (default_root), except for the files of an installed package, which are never
+    written: the user's own directory (core/locations.py: $GPUCHAR_HOME, else the platform's
+    user data directory) lies over them, and its entries win."""
+    root = default_root(start)
+    if root == PACKAGE_ROOT and not locations.is_checkout():
+        return [root, locations.user_expectations()]
+    return [root]
+
+
+def layer_name(path: Path | str, layers: list[Path]) -> str:
+    """Which layer a file belongs to: 'shipped' (the installed package's), 'user' (the
+    user's directory over them) or 'project' (a single directory)."""
+    if len(layers) < 2:
+        return "project"
+    p = Path(str(path).split(":")[0])
+    return "user" if p.is_relative_to(layers[-1]) else "shipped"
+
+
+def overlay(base: ArchExpectations | None, top: ArchExpectations | None
+            ) -> ArchExpectations | None:
+    """`top` laid over `base`: each key of top (characteristic, mapping, per-device entry,
+    unmeasurable probe, source name) replaces base's; base's other keys are kept."""
+    if base is None or top is None:
+        return base or top
+    out = ArchExpectations(base.arch, top.path, {**base.characteristics, **top.characteristics},
+                           {**base.mappings, **top.mappings},
+                           {d: dict(e) for d, e in base.devices.items()},
+                           {**base.sources, **top.sources}, base.raw,
+                           {**base.unmeasurable, **top.unmeasurable})
+    for dname, entries in top.devices.items():
+        out.devices.setdefault(dname, {}).update(entries)
+    return out
 
 
 def available(root: Path) -> dict[str, Path]:
@@ -131,23 +168,36 @@ def load(arch: str, root: Path) -> ArchExpectations | None:
 
 
 class Store:
-    """The expectation files of one session (or command): a root directory, each arch's
-    files loaded and merged once."""
+    """The expectation files of one session (or command): one directory, or layers of them
+    (default_layers: the user's over an installed package's), each arch's files loaded and
+    merged once. `root` is the directory written (the top layer)."""
 
-    def __init__(self, root: Path | None = None) -> None:
-        self.root = Path(root) if root is not None else default_root()
+    def __init__(self, root: Path | None = None, layers: list[Path] | None = None) -> None:
+        if layers is None:
+            layers = [Path(root)] if root is not None else default_layers()
+        self.layers = [Path(p) for p in layers]
+        self.root = self.layers[-1]
         self._loaded: dict[str, ArchExpectations | None] = {}
 
     def load(self, arch: str) -> ArchExpectations | None:
         if arch not in self._loaded:
-            self._loaded[arch] = load(arch, self.root)
+            merged = None
+            for layer in self.layers:
+                merged = overlay(merged, load(arch, layer))
+            self._loaded[arch] = merged
         return self._loaded[arch]
 
     def available(self) -> dict[str, Path]:
-        return available(self.root)
+        out: dict[str, Path] = {}
+        for layer in self.layers:
+            out.update(available(layer))
+        return dict(sorted(out.items()))
 
     def files(self) -> list[Path]:
-        return all_files(self.root)
+        return [f for layer in self.layers for f in all_files(layer)]
+
+    def layer_of(self, path: Path | str) -> str:
+        return layer_name(path, self.layers)
 
     def clear(self) -> None:
         self._loaded.clear()

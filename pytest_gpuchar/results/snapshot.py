@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
+from ..core import locations
 from ..core.atomic import atomic_write
 
 COMPILER = pytest.StashKey[str]()
-SASS_DIR = "__sass__"
+SASS_DIR = locations.SASS_DIR
 UNTAGGED = "no-compiler"
 
 
@@ -69,7 +70,8 @@ class SASSSnapshotExtension(SingleFileSnapshotExtension):
     def dirname(cls, *, test_location) -> str:
         # a test that was skipped before it named its compiler has no snapshot to look at
         tag = test_location.item.stash.get(COMPILER, UNTAGGED)
-        return str(Path(test_location.filepath).parent / SASS_DIR / tag / test_location.basename)
+        return str(locations.sass_root(Path(test_location.filepath)) / tag
+                   / test_location.basename)
 
     @classmethod
     def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:
