@@ -68,7 +68,7 @@ def user_project(pytester, monkeypatch, need_offline_tools):
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(
-        "schema: 1\narch: sm_90\ncharacteristics:\n  latency.user.mul_add:\n    value: 8.0\n"
+        "schema: 2\narch: sm_90\ncharacteristics:\n  latency.user.mul_add:\n    value: 8.0\n"
         "    unit: cycles/op\n    tolerance: {abs: 1.0}\n    source: a user's guess\n")
     return pytester
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from pytest_gpuchar.cli import expectations as cli
 from pytest_gpuchar.results import expectations as E
 
-SHIPPED = """schema: 1
+SHIPPED = """schema: 2
 arch: sm_80
 characteristics:
   latency.add.u32:
@@ -24,7 +24,7 @@ characteristics:
 mappings:
   add.u32: {paper: IADD, source: paper}
 """
-USER = """schema: 1
+USER = """schema: 2
 arch: sm_80
 characteristics:
   latency.add.u32:
