@@ -77,22 +77,28 @@ def sample_path(args, arch: str) -> Path:
     return Path(args.sample) if args.sample else Path(DEFAULT_SAMPLE.format(arch=arch))
 
 
-def sample_runs(args, arch: str) -> list:
-    """The runs the contract is derived from: a history store (--history) or the committed
-    sample (--sample, default)."""
-    from ..results import noise
+def sample_docs(args, arch: str) -> list[dict]:
+    """The runs the contract is derived from, as the sample file holds them (one report per
+    run): a history store's (--history) or the committed sample (--sample, default)."""
     from ..results import sample as S
     from ..results.history import open_history
     if getattr(args, "history", None):
         if not Path(args.history).exists() and "://" not in args.history:
             raise ResultsError(f"--history {args.history}: no such file")
+        from ..results import noise
         with open_history(args.history, create=False) as h:
-            return noise.fleet_runs(h.run(r["id"]) for r in h.runs(arch=arch))
+            docs = [h.run(r["id"]) for r in h.runs(arch=arch)]
+        return [S.run_doc(r, d.get("meta")) for d, r in zip(docs, noise.fleet_runs(docs))]
     path = sample_path(args, arch)
     if not path.exists():
         raise ResultsError(f"--sample {path}: no such file (the fleet sample the contract is "
                            f"derived from; give --sample FILE or --history DB)")
-    return noise.fleet_runs(S.read(path))
+    return S.read(path)
+
+
+def sample_runs(args, arch: str) -> list:
+    from ..results import noise
+    return noise.fleet_runs(sample_docs(args, arch))
 
 
 def _written(w, model: str, dry: bool) -> None:
@@ -111,18 +117,19 @@ def _fleet(store: Store, args) -> int:
     """The model's contract derived again from its sample (no new run)."""
     from ..results import contract
     from ..results import sample as S
+    from ..results import noise
     try:
         arch = archs.validate(args.arch)
-        runs = sample_runs(args, arch)
+        docs = sample_docs(args, arch)
     except (archs.UnknownArch, ResultsError) as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2
+    runs = noise.fleet_runs(docs)
     models = sorted({r.model for r in runs if r.arch == arch})
     if args.model not in models:
         print(f"gpuchar-expectations: --model {args.model!r}: no run of it in the sample "
               f"(models: {', '.join(models) or 'none'})", file=sys.stderr)
         return 2
-    docs = [S.run_doc(r) for r in runs]
     try:
         w = contract.write_model(arch, args.model, runs, root=store.root,
                                  sample=S.sample_id(docs), export=str(sample_path(args, arch)),

@@ -42,7 +42,8 @@ RULE = ("bounds: mean +- k x sqrt(sigma_board^2 + sigma_run^2) over the sampled 
         "(Howe's two-sided normal tolerance interval, coverage 1 - {alpha:.2g}, confidence "
         "90%), never narrower than the boards' runs; change: beyond {z:.2f} x sigma_run x "
         "sqrt(1 + 1/k) from the median of the board's last k <= {history} runs; sigma_run at "
-        "its 90% upper confidence bound; no move under 0.1% (half a cycle) counts")
+        "its 90% upper confidence bound; no move under 0.3% counts (exact figures: 0.1%, at "
+        "most half a cycle)")
 
 
 def rule_text() -> str:
@@ -50,11 +51,15 @@ def rule_text() -> str:
 
 
 def floor(unit: str, center: float, exact: bool) -> float:
-    """The smallest move that counts: EXACT_RESOLUTION of an exact figure's value (every run
-    of every board read it: any move is news), RESOLUTION of any other's (a median over
-    launches moves by less than that without meaning anything; SPEC's repeatability bar is
-    1%); never more than half a cycle for a cycle count (a move of one cycle always counts)."""
-    f = (EXACT_RESOLUTION if exact else RESOLUTION) * abs(center)
+    """The smallest move that counts: for an exact figure (every run of every board read it:
+    any move is news) EXACT_RESOLUTION of its value, and never more than half a cycle for a
+    cycle count (a move of one cycle always counts); for any other figure RESOLUTION of its
+    value (a median over launches, a whole kernel's cycles, a model's prediction from the
+    board's parameters moves by less than that without meaning anything; SPEC's repeatability
+    bar is 1%)."""
+    if not exact:
+        return RESOLUTION * abs(center)
+    f = EXACT_RESOLUTION * abs(center)
     return min(f, 0.5) if unit in CYCLE_UNITS else f
 
 
