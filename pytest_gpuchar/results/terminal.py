@@ -119,8 +119,8 @@ def _static(tr, st) -> None:
                  f"assembles them again)") if hits else "none from a cache"
         _line(tr, f"offline SASS modules: {b.assembled} assembled by ptxas + nvdisasm, {where}")
     if not sum(st.static_ran.values()):
-        _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
-                  "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)
+        _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs (per arch above: "
+                  "why, and what to install)", red=True, bold=True)
 
 
 def _boards(tr, boards: list[dict]) -> None:
