@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
 from ..core import archs
-from ..core.atomic import atomic_write
 from ..results.expectations import (ExpectationError, NoiseError, Store, board_pairs,
                                     declare_noise, file_for, load_file, noisy_keys,
                                     section_entries, update_arch)
 from ..results.files import ResultsError, read_results
+from . import output
 
 
 def _check(store: Store, files: list[Path]) -> int:
@@ -188,7 +189,7 @@ def parser() -> argparse.ArgumentParser:
     nsrc.add_argument("--history", metavar="TARGET",
                       help="pair each board's consecutive runs of --device in a history store "
                            "(a file path or database URL); without --key, every figure that "
-                           "moved by more than 1% in one pair")
+                           "moved by more than 1%% in one pair")
     nz.add_argument("--arch", required=True)
     nz.add_argument("--root", dest="update_root", type=Path, default=None)
     nz.add_argument("--device", help="the entries under devices.<name>")
@@ -219,9 +220,25 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _missing_root(args, root: Path) -> str:
+    """Why the expectations directory cannot be used ("" when it can): a --root or
+    $GPUCHAR_EXPECTATIONS that is no directory is named, not read as an empty set of files."""
+    if root.is_dir():
+        return ""
+    given = getattr(args, "update_root", None) or args.root
+    what = f"--root {root}" if given is not None else f"$GPUCHAR_EXPECTATIONS={root}" \
+        if os.environ.get("GPUCHAR_EXPECTATIONS") else f"{root}"
+    return (f"{what}: {'not a' if root.exists() else 'no such'} directory: give the directory of the expectation files "
+            f"(sm_XX.yaml), e.g. the repository's expectations/")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)
+    missing = _missing_root(args, store.root)
+    if missing:
+        print(f"gpuchar-expectations: {missing}", file=sys.stderr)
+        return 2
     if args.cmd == "check":
         return _check(store, args.files)
     if args.cmd == "generations":
@@ -229,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
         text = "\n".join(generations.markdown(
             generations.table(store, tuple(args.prefix)), "# Generations")) + "\n"
         if args.output:
-            atomic_write(args.output, text)
+            try:
+                output.write("-o", args.output, text)
+            except output.OutputError as e:
+                print(f"gpuchar-expectations: {e}", file=sys.stderr)
+                return 2
         else:
             print(text, end="")
         return 0

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..core import archs
 from ..models import accelsim
-from ..core.atomic import atomic_write
 from ..results.files import ResultsError, read_report
+from .output import OutputError, write
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = render(report, arch, args.fmt)
     if args.output:
-        atomic_write(args.output, text)
+        try:
+            write("-o", args.output, text)
+        except OutputError as e:
+            print(f"gpuchar-model-params: {e}", file=sys.stderr)
+            return 2
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text)

@@ -1,0 +1,125 @@
+"""The commands under a user's mistakes (issue 44): every --help renders, an output path that
+cannot be written and an expectations directory that is not there are one line naming the
+option and the path, with exit 2; nothing is half-written and no traceback is shown."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_gpuchar.cli import expectations, history, model_params, nightly, report
+
+REPO = Path(__file__).resolve().parents[3]
+H100 = REPO / "results/sm_90/nvidia-h100-80gb-hbm3/gpuchar-results.json.gz"
+
+def _commands():
+    out = [(expectations.main, [c]) for c in
+           ("check", "update", "noise", "fleet", "generations")]
+    out += [(history.main, [c]) for c in history.COMMANDS]
+    out += [(report.main, ["html"]), (expectations.main, []), (history.main, []),
+            (report.main, []), (nightly.main, []), (model_params.main, [])]
+    return out
+
+
+@pytest.mark.parametrize("main, args", _commands(), ids=[
+    f"{m.__module__.rsplit('.', 1)[-1]} {' '.join(a)}".strip() for m, a in _commands()])
+def test_every_help_renders(main, args, capsys):
+    with pytest.raises(SystemExit) as ei:
+        main([*args, "--help"])
+    assert ei.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+@pytest.fixture
+def results_file(tmp_path):
+    from tests.unit.cli.test_model_params import REPORT
+    path = tmp_path / "gpuchar-results.json"
+    path.write_text(json.dumps(REPORT))
+    return path
+
+
+@pytest.fixture
+def unwritable(tmp_path):
+    """A directory this user cannot create files in: a read-only one, or for root (who
+    ignores the mode) /sys."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    yield ro if not os.access(ro, os.W_OK) else Path("/sys")
+    ro.chmod(0o755)
+
+
+def _one_line(err: str) -> str:
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err.rstrip("\n")
+
+
+def test_model_params_output_in_a_missing_folder_is_made(results_file, tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "bsp.yaml"
+    assert model_params.main(["--results", str(results_file), "--arch", "sm_90",
+                              "-o", str(out)]) == 0
+    assert out.read_text().startswith("# ") or out.stat().st_size > 0
+
+
+def test_model_params_output_that_is_a_directory(results_file, tmp_path, capsys):
+    assert model_params.main(["--results", str(results_file), "--arch", "sm_90",
+                              "-o", str(tmp_path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-model-params: -o {tmp_path}: is a directory: give a file name")
+
+
+def test_model_params_output_in_a_read_only_folder(results_file, unwritable, capsys):
+    before = sorted(unwritable.iterdir())
+    assert model_params.main(["--results", str(results_file), "--arch", "sm_90",
+                              "-o", str(unwritable / "x.yaml")]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-model-params: -o {unwritable / 'x.yaml'}: cannot write: Permission denied: "
+        f"make {unwritable} writable or give another -o")
+    assert sorted(unwritable.iterdir()) == before     # no temporary file left behind
+
+
+@pytest.mark.parametrize("sub", [["generations"], ["check"]])
+def test_an_expectations_root_that_is_not_there(sub, tmp_path, capsys):
+    missing = tmp_path / "missing"
+    assert expectations.main(["--root", str(missing), *sub]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-expectations: --root {missing}: no such directory: give the directory of "
+        f"the expectation files (sm_XX.yaml), e.g. the repository's expectations/")
+
+
+def test_gpuchar_expectations_that_is_not_there(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GPUCHAR_EXPECTATIONS", str(tmp_path / "nope"))
+    assert expectations.main(["generations"]) == 2
+    assert _one_line(capsys.readouterr().err).startswith(
+        f"gpuchar-expectations: $GPUCHAR_EXPECTATIONS={tmp_path / 'nope'}: no such directory")
+
+
+def test_generations_output_that_is_a_directory(tmp_path, capsys):
+    assert expectations.main(["--root", str(REPO / "expectations"), "generations",
+                              "-o", str(tmp_path)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-expectations: -o {tmp_path}: is a directory: give a file name")
+
+
+def test_report_html_needs_its_output_directory(tmp_path, capsys):
+    """Without -o the page went beside RESULTS: into the repository's committed results/."""
+    before = sorted(p.name for p in H100.parent.iterdir())
+    with pytest.raises(SystemExit) as ei:
+        report.main(["html", str(H100)])
+    assert ei.value.code == 2
+    assert "the following arguments are required: -o/--out" in capsys.readouterr().err
+    assert sorted(p.name for p in H100.parent.iterdir()) == before
+
+
+def test_report_html_into_a_file_or_a_read_only_folder(tmp_path, unwritable, capsys):
+    f = tmp_path / "f"
+    f.write_text("")
+    assert report.main(["html", str(H100), "-o", str(f)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-report: -o {f}: not a directory: give a directory")
+    assert report.main(["html", str(H100), "-o", str(unwritable)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-report: -o {unwritable}: cannot write: Permission denied: make {unwritable} "
+        f"writable or give another -o")
