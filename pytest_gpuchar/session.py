@@ -438,6 +438,38 @@ class GpuCharSession:
             opt.disable_unused_snapshots = True
             self.snapshots_kept = len(self.broken)
 
+    @pytest.hookimpl(wrapper=True)
+    def pytest_terminal_summary(self, terminalreporter):
+        """syrupy's "Unused snapshot detection is disabled (--snapshot-disable-unused). This is
+        not recommended." names an option the user never gave when this session turned the
+        detection off (a test failed: snapshots_kept, said in the gpuchar summary) or syrupy
+        did (an interrupted run under pytest-xdist): it is left out, with syrupy's heading when
+        nothing else is under it."""
+        if self.is_worker or _given(self.config, "--snapshot-disable-unused"):
+            return (yield)
+        tr = terminalreporter
+        write_line, write_sep = tr.write_line, tr.write_sep
+        held: list = []
+
+        def sep(*args, **kw):
+            if SYRUPY_HEADING in " ".join(map(str, args)):
+                held[:] = [(args, kw)]
+            else:
+                write_sep(*args, **kw)
+
+        def line(text="", **kw):
+            if SYRUPY_DISABLED in str(text):
+                return
+            if held and str(text).strip():
+                write_sep(*held[0][0], **held[0][1])
+                held.clear()
+            write_line(text, **kw)
+        tr.write_line, tr.write_sep = line, sep
+        try:
+            return (yield)
+        finally:
+            del tr.write_line, tr.write_sep
+
     def _accept(self, exitstatus: int) -> None:
         acc = self.acceptance
         if acc is None:
@@ -490,6 +522,14 @@ class GpuCharSession:
                 meta["sm_clock_error"] = f"{type(e).__name__}: {e}"
             meta["sm_clock_measured_mhz"] = mhz
         return dev.provenance(sm_clock_measured_mhz=meta["sm_clock_measured_mhz"])
+
+
+SYRUPY_DISABLED = "Unused snapshot detection is disabled"
+SYRUPY_HEADING = "snapshot report summary"
+
+
+def _given(config: pytest.Config, option: str) -> bool:
+    return any(a == option or a.startswith(option + "=") for a in config.invocation_params.args)
 
 
 def xdist_grouping_failed() -> str:

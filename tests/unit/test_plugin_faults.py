@@ -42,6 +42,23 @@ def test_a_broken_run_deletes_no_snapshot(pytester, no_gpu):
     result.stdout.fnmatch_lines(["*snapshots: no unused snapshot reported or deleted: 1 test*"])
 
 
+def test_a_broken_run_names_no_option_the_user_did_not_give(pytester, no_gpu):
+    """syrupy's "Unused snapshot detection is disabled (--snapshot-disable-unused)" is shown
+    only to the user who gave that option; a failed test's run says why in the gpuchar
+    summary instead (issue 44 row 10)."""
+    pytester.makepyfile(test_s=SNAP_TEST.replace('raise RuntimeError', 'pass  #'))
+    assert pytester.runpytest("--snapshot-update", "-p", "no:cacheprovider").ret == 0
+    pytester.makepyfile(test_s=SNAP_TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == 1
+    out = result.stdout.str()
+    assert "snapshot-disable-unused" not in out and "detection is disabled" not in out
+    result.stdout.fnmatch_lines(["*snapshot report summary*", "1 snapshot passed.",
+                                 "*snapshots: no unused snapshot reported or deleted: 1 test*"])
+    given = pytester.runpytest("-p", "no:cacheprovider", "--snapshot-disable-unused")
+    given.stdout.fnmatch_lines(["*Unused snapshot detection is disabled*"])
+
+
 def test_a_bad_expectation_file_is_one_usage_error_before_any_test(pytester, no_gpu):
     root = pytester.path / "expectations"
     root.mkdir()
