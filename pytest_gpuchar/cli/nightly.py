@@ -34,6 +34,9 @@ Exit status:
 Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [--static-only]
                        [TESTS...] [-- extra pytest args]
 
+TESTS default to tests/characterisation; test paths after `--` are the night's tests as well
+(not added to the whole suite).
+
 --history TARGET is the history store (results/history.py, docs/history.md): a file path
 (SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
 code, and the board's latest run in it is the previous run.
@@ -410,11 +413,35 @@ def selected_tonight(previous: list[dict] | None, junit: Path,
     return [r for r in previous if case(str(r.get("test", ""))) in cases]
 
 
+# pytest options whose value is the next argument (so that value is not read as a test path)
+VALUE_OPTIONS = frozenset((
+    "-k", "-m", "-p", "-c", "-o", "-W", "-r", "-n", "--ignore", "--ignore-glob", "--deselect",
+    "--rootdir", "--confcutdir", "--basetemp", "--junitxml", "--junit-xml", "--log-file",
+    "--override-ini", "--maxfail", "--tb", "--durations", "--import-mode", "--dist",
+    "--gpu-arch", "--gpuchar-report", "--gpuchar-history", "--gpuchar-device",
+    "--gpuchar-repeats", "--gpuchar-watchdog", "--gpuchar-distribute",
+    "--gpuchar-accept-level", "--gpuchar-accept-fleet", "--max-worker-restart"))
+
+
+def test_paths(pytest_args: list[str]) -> list[str]:
+    """The test paths (files, directories, node ids of an existing file) among the pytest
+    arguments given after `--`: with any, they are the night's tests, as TESTS before `--`
+    are (tests/characterisation was run in addition to them)."""
+    out = []
+    for prev, arg in zip([""] + pytest_args, pytest_args):
+        if arg.startswith("-") or prev in VALUE_OPTIONS:
+            continue
+        if Path(arg.split("::", 1)[0]).exists():
+            out.append(arg)
+    return out
+
+
 def _suite(args, out: Path, report_dir: Path, env: dict):
     """Tonight's suite run (its output in pytest.log): (its command, the process)."""
     # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
     # history would record the run before the comparison reads the previous one)
-    cmd = [sys.executable, "-m", "pytest", *(args.tests or ["tests/characterisation"]),
+    tests = args.tests or ([] if test_paths(args.pytest_args) else ["tests/characterisation"])
+    cmd = [sys.executable, "-m", "pytest", *tests,
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
            "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
            *(["-m", "static"] if args.static_only else []), *args.pytest_args]
@@ -529,7 +556,8 @@ def main(argv: list[str] | None = None) -> int:
                     "nightly.json and nightly.md. Exit: 0 no change, 1 changes within "
                     "tolerance, 2 regressions, 3 the run broke, 4 measured nothing (no "
                     "hardware test ran; see --static-only). Extra pytest args after --.")
-    ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation)")
+    ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation; test "
+                                             "paths after -- replace the default too)")
     ap.add_argument("--repeatability", nargs=2, metavar=("RUN1", "RUN2"),
                     help="only compare two runs' gpuchar-results.json (or nightly.json) for "
                          "repeatability per topic, print it and exit 0")
