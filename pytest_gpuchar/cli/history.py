@@ -60,7 +60,22 @@ def _board(b) -> str:
 
 def _open(args, create: bool = False):
     from ..results.history import open_history
+    why = read_only_folder(str(args.db))
+    if why:                 # said at once: SQLite tries for its busy timeout (30 s) first
+        raise HistoryError(why)
     return open_history(args.db, create=create)
+
+
+def read_only_folder(db: str) -> str:
+    """Why the SQLite file `db` cannot be opened when its folder is read-only ("" when that is
+    not the case): SQLite writes DB-wal and DB-shm beside a database in WAL mode (the
+    history's) even to read it."""
+    p = Path(db).expanduser()
+    if "://" in db or not p.is_file() or os.access(p.parent, os.W_OK):
+        return ""
+    return (f"--db {db}: cannot open it: its folder {p.parent} is read-only, and SQLite writes "
+            f"{p.name}-wal and {p.name}-shm beside the database even to read it (WAL mode): "
+            f"copy it into a writable folder and give the copy to --db")
 
 
 # --- commands ------------------------------------------------------------------------------------

@@ -123,3 +123,41 @@ def test_report_html_into_a_file_or_a_read_only_folder(tmp_path, unwritable, cap
     assert _one_line(capsys.readouterr().err) == (
         f"gpuchar-report: -o {unwritable}: cannot write: Permission denied: make {unwritable} "
         f"writable or give another -o")
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """read_only(folder): make `folder` one whose files can be read but that nothing can be
+    written into: mode 555, or for root (who ignores the mode) a read-only bind mount."""
+    import subprocess
+    mounts, modes = [], []
+
+    def lock(d: Path) -> Path:
+        d.chmod(0o555)
+        modes.append(d)
+        if os.access(d, os.W_OK):
+            if subprocess.run(["mount", "--bind", "-o", "ro", str(d), str(d)],
+                              capture_output=True).returncode != 0:
+                pytest.skip("root, and no read-only bind mount here")
+            mounts.append(d)
+        return d
+    yield lock
+    for d in mounts:
+        subprocess.run(["umount", str(d)], check=True)
+    for d in modes:
+        d.chmod(0o755)
+
+
+def test_history_in_a_read_only_folder_says_why_it_cannot_be_read(tmp_path, read_only, capsys):
+    """issue 44 row 5: "unable to open database file" for a database that is there."""
+    db = tmp_path / "ro" / "h.sqlite"
+    assert history.main(["import", str(H100), "--db", str(db)]) == 0
+    (tmp_path / "ro" / "h.sqlite-wal").unlink(missing_ok=True)
+    (tmp_path / "ro" / "h.sqlite-shm").unlink(missing_ok=True)
+    read_only(db.parent)
+    capsys.readouterr()
+    assert history.main(["runs", "--db", str(db)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"gpuchar-history: --db {db}: cannot open it: its folder {db.parent} is "
+        f"read-only, and SQLite writes h.sqlite-wal and h.sqlite-shm beside the database even "
+        f"to read it (WAL mode): copy it into a writable folder and give the copy to --db")
