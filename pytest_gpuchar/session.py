@@ -80,13 +80,19 @@ class GpuCharSession:
                 requested = archs.validate(raw)
             except archs.UnknownArch as e:
                 raise pytest.UsageError(f"--gpu-arch: {e}") from None
-        report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
-        idx = config.getoption("gpuchar_device")
+        from . import options
+        options.environment_dirs()
+        report = options.report_dir(config.getoption("gpuchar_report")
+                                    or config.getini("gpuchar_report"))
+        idx = options.device_index(config.getoption("gpuchar_device"))
         root = default_root(config.rootpath)
         tolerances.use(root)
-        return cls(config, requested, int(config.getoption("gpuchar_repeats")),
-                   float(config.getoption("gpuchar_watchdog")),
-                   Path(report) if report else None, None if idx is None else int(idx),
+        return cls(config, requested,
+                   int(options.positive(config, "gpuchar_repeats", "--gpuchar-repeats",
+                                        whole=True)),
+                   float(options.positive(config, "gpuchar_watchdog", "--gpuchar-watchdog",
+                                          whole=False)),
+                   report, idx,
                    Store(root), accept_level=config.getoption("gpuchar_accept_level"),
                    accept_fleet=config.getoption("gpuchar_accept_fleet"))
 

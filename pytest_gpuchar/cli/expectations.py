@@ -243,8 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         return _check(store, args.files)
     if args.cmd == "generations":
         from ..results import generations
-        text = "\n".join(generations.markdown(
-            generations.table(store, tuple(args.prefix)), "# Generations")) + "\n"
+        table = generations.table(store, tuple(args.prefix))
+        if not table.rows:
+            which = f" whose key starts with {', '.join(args.prefix)}" if args.prefix else ""
+            print(f"gpuchar-expectations: generations: no characteristic{which} has a figure on "
+                  f"two or more archs or boards in {store.root}", file=sys.stderr)
+            return 1
+        text = "\n".join(generations.markdown(table, "# Generations")) + "\n"
         if args.output:
             try:
                 output.write("-o", args.output, text)

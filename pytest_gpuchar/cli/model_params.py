@@ -79,12 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         arch = archs.validate(args.arch)
     except archs.UnknownArch as e:
-        print(f"--arch: {e}", file=sys.stderr)
+        print(f"gpuchar-model-params: --arch: {e}", file=sys.stderr)
         return 2
     try:
         report = read_report(args.results)
     except ResultsError as e:
-        print(e, file=sys.stderr)
+        print(f"gpuchar-model-params: {e}", file=sys.stderr)
         return 2
     why = no_figure(report, arch, args.results)
     if why:

@@ -61,6 +61,7 @@ from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NO
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
+from .output import OutputError, check_dir, unwritable
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -465,10 +466,15 @@ def run(args) -> int:
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
         return EXIT_BROKEN
     out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
     report_dir = out / "report"
-    if report_dir.exists():
-        shutil.rmtree(report_dir)
+    try:
+        check_dir("--out", Path(args.out))
+        if report_dir.exists():
+            shutil.rmtree(report_dir)
+    except (OutputError, OSError) as e:
+        why = e if isinstance(e, OutputError) else unwritable("--out", Path(args.out), e)
+        print(f"gpuchar-nightly: {why}", file=sys.stderr)
+        return EXIT_BROKEN
     env = dict(os.environ)
     env["CUDA_CACHE_DISABLE"] = "1"
     started = time.time()

@@ -31,6 +31,9 @@ def html(args) -> int:
         raise ResultsError(f"{src}: not a gpuchar results report (no 'results' list)")
     out = Path(args.out)
     check_dir("-o", out)
+    if args.artifacts and not Path(args.artifacts).is_dir():
+        raise OutputError(f"--artifacts {args.artifacts}: no such directory: give the run's "
+                          f"artifacts/ (plots), or leave it out")
     t = time.perf_counter()
     if "changes" in doc and "environment" in doc:          # a nightly.json
         listed = out / "report" / "gpuchar-results.json"

@@ -5,6 +5,7 @@ runs the real command (pytest in a subprocess) on a small suite; no GPU is neede
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -58,7 +59,9 @@ def broken_cupy(tmp_path, monkeypatch):
     (site / "cupy").mkdir(parents=True)
     (site / "cupy" / "__init__.py").write_text(
         "raise ImportError('libcuda.so.1: version `R580` not found (the driver was upgraded)')\n")
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    # (before the package's own path: a checkout run with PYTHONPATH keeps its code)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
 
 
 def _doc(tmp_path, out):
