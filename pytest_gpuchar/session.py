@@ -53,7 +53,8 @@ class GpuCharSession:
     static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran
     hardware_ran: int = 0          # hardware tests that ran on a GPU (0: measured nothing)
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
-    snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
+    # failed tests that made this run keep unused snapshots ("interrupted": the run was)
+    snapshots_kept: int | str = 0
     accept_level: str = "device"   # --gpuchar-accept-level
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
@@ -439,10 +440,13 @@ class GpuCharSession:
         unless it was interrupted."""
         self._accept(exitstatus)
         opt = self.config.option
-        if self.broken and hasattr(opt, "no_cleanup") and not self.is_worker:
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if (self.broken or interrupted) and hasattr(opt, "no_cleanup") and not self.is_worker:
+            # (interrupted: the tests it did not reach left their snapshots "unused"; under
+            # pytest-xdist syrupy also warned that a worker's report was missing)
             opt.no_cleanup = True
             opt.disable_unused_snapshots = True
-            self.snapshots_kept = len(self.broken)
+            self.snapshots_kept = len(self.broken) or "interrupted"
 
     @pytest.hookimpl(wrapper=True)
     def pytest_terminal_summary(self, terminalreporter):
@@ -454,13 +458,18 @@ class GpuCharSession:
         if self.is_worker or _given(self.config, "--snapshot-disable-unused"):
             return (yield)
         tr = terminalreporter
-        write_line, write_sep = tr.write_line, tr.write_sep
+        write_line, write_sep, section = tr.write_line, tr.write_sep, tr.section
         held: list = []
+
+        def other_section(*args, **kw):
+            held.clear()            # another section: syrupy's had nothing to show
+            section(*args, **kw)
 
         def sep(*args, **kw):
             if SYRUPY_HEADING in " ".join(map(str, args)):
                 held[:] = [(args, kw)]
             else:
+                held.clear()        # another section: syrupy's had nothing to show
                 write_sep(*args, **kw)
 
         def line(text="", **kw):
@@ -470,11 +479,11 @@ class GpuCharSession:
                 write_sep(*held[0][0], **held[0][1])
                 held.clear()
             write_line(text, **kw)
-        tr.write_line, tr.write_sep = line, sep
+        tr.write_line, tr.write_sep, tr.section = line, sep, other_section
         try:
             return (yield)
         finally:
-            del tr.write_line, tr.write_sep
+            del tr.write_line, tr.write_sep, tr.section
 
     def _accept(self, exitstatus: int) -> None:
         acc = self.acceptance

@@ -14,6 +14,7 @@ from ..results.expectations import (ExpectationError, NoiseError, Store, board_p
                                     section_entries, update_arch)
 from ..results.files import ResultsError, read_results
 from . import output
+from .output import interruptible
 
 
 def _check(store: Store, files: list[Path]) -> int:
@@ -232,6 +233,7 @@ def _missing_root(args, root: Path) -> str:
             f"(sm_XX.yaml), e.g. the repository's expectations/")
 
 
+@interruptible("gpuchar-expectations")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..results.files import ResultsError, read_report
 from ..results.history_rows import UNKNOWN_BOARD, HistoryError, driver_changes, per_board
+from .output import interruptible
 
 DEFAULT_DB = "gpuchar-history.sqlite"
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -307,6 +308,7 @@ COMMANDS = {"import": cmd_import, "runs": cmd_runs, "boards": cmd_boards, "show"
             "fleet": cmd_fleet, "export": cmd_export, "html": cmd_html}
 
 
+@interruptible("gpuchar-history")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not hasattr(args, "db"):

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..core import archs
 from ..models import accelsim
 from ..results.files import ResultsError, read_report
-from .output import OutputError, write
+from .output import OutputError, write, interruptible
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
@@ -62,6 +62,7 @@ def no_figure(report: dict, arch: str, path: Path) -> str:
             f"give the report of a run on an {arch} GPU")
 
 
+@interruptible("gpuchar-model-params")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="gpuchar-model-params",

@@ -61,7 +61,7 @@ from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NO
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
-from .output import OutputError, check_dir, unwritable
+from .output import OutputError, check_dir, unwritable, interruptible
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -549,6 +549,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BROKEN, f"{self.prog}: error: {message}\n")
 
 
+@interruptible("gpuchar-nightly", EXIT_BROKEN, "nothing was run, compared or recorded")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -602,6 +603,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN      # named before the night runs, not after
     try:
         return run(args)
+    except KeyboardInterrupt:
+        print(f"\ngpuchar-nightly: interrupted (exit {EXIT_BROKEN}): the night was not "
+              f"compared, written or recorded; what ran is in "
+              f"{Path(args.out) / 'pytest.log'}", file=sys.stderr)
+        return EXIT_BROKEN
     finally:
         if args.history_store is not None:
             args.history_store.close()

@@ -45,3 +45,25 @@ def write(option: str, path: Path, data: str | bytes) -> None:
         atomic_write(path, data)
     except OSError as e:
         raise unwritable(option, path, e) from None
+
+
+INTERRUPTED = 130       # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
+
+
+def interruptible(prog: str, code: int = INTERRUPTED, what: str = "every file it writes is "
+                  "replaced whole: each is as it was or complete"):
+    """A command's main() that ends on Ctrl-C with one line and exit `code`, not a
+    KeyboardInterrupt traceback."""
+    import functools
+    import sys
+
+    def wrap(main):
+        @functools.wraps(main)
+        def run(*args, **kwargs):
+            try:
+                return main(*args, **kwargs)
+            except KeyboardInterrupt:
+                print(f"\n{prog}: interrupted (exit {code}): {what}", file=sys.stderr)
+                return code
+        return run
+    return wrap

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..results.files import ResultsError, read_report
-from .output import OutputError, check_dir, unwritable
+from .output import OutputError, check_dir, unwritable, interruptible
 
 
 def html(args) -> int:
@@ -53,6 +53,7 @@ def html(args) -> int:
     return 0
 
 
+@interruptible("gpuchar-report")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpuchar-report",
                                  description="Render a saved gpuchar run as one self-contained "

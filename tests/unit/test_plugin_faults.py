@@ -465,3 +465,26 @@ def test_workers_end_with_their_controller(pytester, no_gpu):
     for w in left:
         os.kill(w, signal.SIGKILL)
     assert not left, "workers outlived their controller"
+
+
+def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu):
+    """Ctrl-C of `pytest -n 2`: syrupy warned that a worker's snapshot report was missing;
+    the run keeps every snapshot and says why, once."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    pytester.makepyfile(test_slow="import time\ndef test_a():\n    time.sleep(60)\n"
+                                  "def test_b():\n    time.sleep(60)\n")
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
+                          "-p", "no:hypothesispytest", "test_slow.py"], cwd=pytester.path,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    time.sleep(8)
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    assert p.returncode == 2, out
+    assert "UserWarning" not in out and "worker snapshot report" not in out, out
+    assert "snapshot report summary" not in out, out      # a heading over nothing
+    assert "snapshots: no unused snapshot reported or deleted: the run was interrupted" in out

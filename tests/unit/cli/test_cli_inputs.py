@@ -161,3 +161,41 @@ def test_history_in_a_read_only_folder_says_why_it_cannot_be_read(tmp_path, read
         f"gpuchar-history: --db {db}: cannot open it: its folder {db.parent} is "
         f"read-only, and SQLite writes h.sqlite-wal and h.sqlite-shm beside the database even "
         f"to read it (WAL mode): copy it into a writable folder and give the copy to --db")
+
+
+SLOW = """
+import time
+def test_slow():
+    time.sleep(60)
+"""
+
+
+def _interrupted(cmd: list[str], cwd: Path, ready) -> tuple[int, str]:
+    """Start `cmd` in its own process group, Ctrl-C it (SIGINT to the group, as a terminal
+    does) once ready() holds, and return its exit code and output."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    p = subprocess.Popen([sys.executable, *cmd], cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                         env={**os.environ, "GPUCHAR_NO_GPU": "1"})
+    deadline = time.time() + 120
+    while not ready() and time.time() < deadline and p.poll() is None:
+        time.sleep(0.2)
+    time.sleep(3.0)
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=120)
+    return p.returncode, out
+
+
+def test_an_interrupted_nightly_is_one_line_exit_3(tmp_path):
+    (tmp_path / "test_slow.py").write_text(SLOW)
+    log = tmp_path / "n" / "pytest.log"
+    code, out = _interrupted(["-m", "pytest_gpuchar.cli.nightly", "--out", "n", "test_slow.py"],
+                             tmp_path, log.exists)
+    assert code == 3 and "Traceback" not in out, out
+    assert out.strip().splitlines()[-1] == (
+        "gpuchar-nightly: interrupted (exit 3): the night was not compared, written or "
+        "recorded; what ran is in n/pytest.log")
+    assert not (tmp_path / "n" / "nightly.json").exists()
