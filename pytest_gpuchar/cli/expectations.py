@@ -167,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--root", type=Path, default=None,
                     help="expectations directory (default: $GPUCHAR_EXPECTATIONS, else "
                          "./expectations)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     c = sub.add_parser("check", help="validate expectation files")
     c.add_argument("files", nargs="*", type=Path)
     u = sub.add_parser("update", help="write measured values from a gpuchar JSON report")

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="gpuchar-report",
                                  description="Render a saved gpuchar run as one self-contained "
                                              "HTML page.")
-    sub = ap.add_subparsers(dest="command", required=True)
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     h = sub.add_parser("html", help="DIR/index.html of a gpuchar-results.json (nightly.html of "
                                     "a nightly.json)")
     h.add_argument("results", help="gpuchar-results.json or nightly.json (plain or .gz)")
