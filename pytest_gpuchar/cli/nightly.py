@@ -62,6 +62,7 @@ from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NO
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
 from .output import OutputError, check_dir, unwritable, interruptible
+from .pytest_args import test_paths
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -412,29 +413,6 @@ def selected_tonight(previous: list[dict] | None, junit: Path,
         parts = rest.split("::")
         return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
     return [r for r in previous if case(str(r.get("test", ""))) in cases]
-
-
-# pytest options whose value is the next argument (so that value is not read as a test path)
-VALUE_OPTIONS = frozenset((
-    "-k", "-m", "-p", "-c", "-o", "-W", "-r", "-n", "--ignore", "--ignore-glob", "--deselect",
-    "--rootdir", "--confcutdir", "--basetemp", "--junitxml", "--junit-xml", "--log-file",
-    "--override-ini", "--maxfail", "--tb", "--durations", "--import-mode", "--dist",
-    "--gpu-arch", "--gpuchar-report", "--gpuchar-history", "--gpuchar-device",
-    "--gpuchar-repeats", "--gpuchar-watchdog", "--gpuchar-distribute",
-    "--gpuchar-accept-level", "--gpuchar-accept-fleet", "--max-worker-restart"))
-
-
-def test_paths(pytest_args: list[str]) -> list[str]:
-    """The test paths (files, directories, node ids of an existing file) among the pytest
-    arguments given after `--`: with any, they are the night's tests, as TESTS before `--`
-    are (tests/characterisation was run in addition to them)."""
-    out = []
-    for prev, arg in zip([""] + pytest_args, pytest_args):
-        if arg.startswith("-") or prev in VALUE_OPTIONS:
-            continue
-        if Path(arg.split("::", 1)[0]).exists():
-            out.append(arg)
-    return out
 
 
 def _suite(args, out: Path, report_dir: Path, env: dict):
