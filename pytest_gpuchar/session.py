@@ -55,6 +55,7 @@ class GpuCharSession:
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
     # failed tests that made this run keep unused snapshots ("interrupted": the run was)
     snapshots_kept: int | str = 0
+    user_disabled_unused: bool = False   # --snapshot-disable-unused given (command line, ini)
     accept_level: str = "device"   # --gpuchar-accept-level
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
@@ -440,6 +441,7 @@ class GpuCharSession:
         unless it was interrupted."""
         self._accept(exitstatus)
         opt = self.config.option
+        self.user_disabled_unused = bool(getattr(opt, "disable_unused_snapshots", False))
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if (self.broken or interrupted) and hasattr(opt, "no_cleanup") and not self.is_worker:
             # (interrupted: the tests it did not reach left their snapshots "unused"; under
@@ -451,11 +453,11 @@ class GpuCharSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_terminal_summary(self, terminalreporter):
         """syrupy's "Unused snapshot detection is disabled (--snapshot-disable-unused). This is
-        not recommended." names an option the user never gave when this session turned the
-        detection off (a test failed: snapshots_kept, said in the gpuchar summary) or syrupy
+        not recommended." names an option the user never gave (on the command line or in an
+        ini's addopts) when this session turned the detection off (a test failed: snapshots_kept, said in the gpuchar summary) or syrupy
         did (an interrupted run under pytest-xdist): it is left out, with syrupy's heading when
         nothing else is under it."""
-        if self.is_worker or _given(self.config, "--snapshot-disable-unused"):
+        if self.is_worker or self.user_disabled_unused:
             return (yield)
         tr = terminalreporter
         write_line, write_sep, section = tr.write_line, tr.write_sep, tr.section
@@ -541,10 +543,6 @@ class GpuCharSession:
 
 SYRUPY_DISABLED = "Unused snapshot detection is disabled"
 SYRUPY_HEADING = "snapshot report summary"
-
-
-def _given(config: pytest.Config, option: str) -> bool:
-    return any(a == option or a.startswith(option + "=") for a in config.invocation_params.args)
 
 
 def xdist_grouping_failed() -> str:
