@@ -186,7 +186,8 @@ def cmd_fleet(args) -> int:
 def cmd_export(args) -> int:
     from ..results.history import EXPORT_FIELDS
     if args.csv != "-" and Path(args.csv).is_dir():
-        raise HistoryError(f"--csv {args.csv}: is a directory")
+        raise HistoryError(f"--csv {args.csv}: is a directory: give a file name (- for "
+                           f"stdout)")
     with _open(args) as h:
         if args.key:
             h.check_key(args.key)
@@ -198,13 +199,12 @@ def cmd_export(args) -> int:
             w.writerow(row)
             n += 1
     if args.csv != "-":
-        from ..results.expectations import atomic_write
+        from .output import OutputError, write
         out = Path(args.csv)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(out, buf.getvalue())
-        except OSError as e:
-            raise HistoryError(f"--csv {args.csv}: cannot write: {e.strerror or e}") from None
+            write("--csv", out, buf.getvalue())
+        except OutputError as e:
+            raise HistoryError(str(e)) from None
         print(f"gpuchar-history: {n} result(s) written to {out}", file=sys.stderr)
     return 0
 
