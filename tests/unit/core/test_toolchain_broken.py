@@ -34,7 +34,7 @@ def fake_ptxas(tmp_path, monkeypatch, need_offline_tools):
     def tools(name):
         return (fake,) if name == "ptxas" else real(name)
     monkeypatch.setattr(toolchain, "all_tools", tools)
-    monkeypatch.setattr(toolchain, "_broken", {})
+    monkeypatch.setattr(toolchain, "_broken", {}, raising=False)
     return fake, count
 
 
@@ -103,3 +103,33 @@ def test_install_lines_name_the_package_when_installed_from_an_index(monkeypatch
         assert install.line("cuda13") == 'pip install "pytest-gpuchar[cuda13]"'
     finally:
         install.editable.cache_clear()
+
+
+STATIC_SUITE = """
+import pytest
+from pytest_gpuchar.topics.instructions import kernels, rows
+
+
+@pytest.mark.static
+@pytest.mark.parametrize("row", ["add.u32", "fma.rn.f32", "mul.lo.u32", "add.f32"])
+def test_static(row, static_check, arch):
+    static_check(kernels.latency_probe(rows.row(row), arch))
+"""
+
+
+def test_a_run_with_a_broken_ptxas_says_so_once(fake_ptxas, pytester, monkeypatch):
+    """The issue's run: 274 tests failed with a raw FileNotFoundError whose traceback grew
+    with every test (97 MB of output). Now each static check skips with the one line, which
+    the gpuchar summary gives once (and on its arch's line of static checks)."""
+    fake, count = fake_ptxas
+    monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
+    monkeypatch.setenv("GPUCHAR_LISTING_CACHE", "0")
+    pytester.makepyfile(test_s=STATIC_SUITE)
+    result = pytester.runpytest("--gpu-arch=sm_80", "-p", "no:cacheprovider")
+    result.assert_outcomes(skipped=4)
+    out = result.stdout.str()
+    assert "Traceback" not in out and "FileNotFoundError" not in out
+    # the arch's line of static checks and the grouped skip, not one per test
+    assert out.count(f"ptxas 13.5.37 at {fake.path} is broken") == 2
+    result.stdout.fnmatch_lines([f"skipped 4: static: ptxas 13.5.37 at {fake.path} is broken*"])
+    assert count.read_text().count("run") == 1
