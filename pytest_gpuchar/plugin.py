@@ -17,7 +17,7 @@ import pytest
 
 from . import fixtures, suite_select
 from .results import terminal
-from .core import archs, timing, toolchain
+from .core import archs, orphan, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
 from .api import gpuchar_probe  # noqa: F401 - the public probe API's fixture
@@ -102,6 +102,7 @@ def _configure_xdist(config: pytest.Config) -> None:
     compiles only the modules of the archs and topics it runs."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
+        orphan.end_with(workerinput.get("gpuchar_controller_pid"))
         # a worker's options come from the command line, not from the controller's config:
         # loadgroup (which suffixes each node id with its group, the unit the controller
         # distributes) must be passed on (pytest_configure_node), or groups are split up
@@ -148,8 +149,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node) -> None:
-    """pytest-xdist, on the controller, per worker: whether the run distributes groups."""
+    """pytest-xdist, on the controller, per worker: whether the run distributes groups, and
+    the process whose end ends the worker (core/orphan.py)."""
     node.workerinput["gpuchar_loadgroup"] = getattr(node.config.option, "dist", "") == "loadgroup"
+    node.workerinput["gpuchar_controller_pid"] = os.getpid()     # the worker ends with it
 
 
 # --- pytest-benchmark integration -----------------------------------------------------------

@@ -50,7 +50,9 @@ class GpuCharSession:
     static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran
     hardware_ran: int = 0          # hardware tests that ran on a GPU (0: measured nothing)
     static_skipped: dict = field(default_factory=dict)    # arch -> why its static checks skip
-    snapshots_kept: int = 0        # failed tests that made this run keep unused snapshots
+    # failed tests that made this run keep unused snapshots ("interrupted": the run was)
+    snapshots_kept: int | str = 0
+    user_disabled_unused: bool = False   # --snapshot-disable-unused given (command line, ini)
     accept_level: str = "device"   # --gpuchar-accept-level
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
@@ -77,13 +79,19 @@ class GpuCharSession:
                 requested = archs.validate(raw)
             except archs.UnknownArch as e:
                 raise pytest.UsageError(f"--gpu-arch: {e}") from None
-        report = config.getoption("gpuchar_report") or config.getini("gpuchar_report")
-        idx = config.getoption("gpuchar_device")
+        from . import options
+        options.environment_dirs()
+        report = options.report_dir(config.getoption("gpuchar_report")
+                                    or config.getini("gpuchar_report"))
+        idx = options.device_index(config.getoption("gpuchar_device"))
         layers = default_layers(config.rootpath)
         tolerances.use(layers[0])
-        return cls(config, requested, int(config.getoption("gpuchar_repeats")),
-                   float(config.getoption("gpuchar_watchdog")),
-                   Path(report) if report else None, None if idx is None else int(idx),
+        return cls(config, requested,
+                   int(options.positive(config, "gpuchar_repeats", "--gpuchar-repeats",
+                                        whole=True)),
+                   float(options.positive(config, "gpuchar_watchdog", "--gpuchar-watchdog",
+                                          whole=False)),
+                   report, idx,
                    Store(layers=layers), accept_level=config.getoption("gpuchar_accept_level"),
                    accept_fleet=config.getoption("gpuchar_accept_fleet"))
 
@@ -405,10 +413,51 @@ class GpuCharSession:
         unless it was interrupted."""
         self._accept(exitstatus)
         opt = self.config.option
-        if self.broken and hasattr(opt, "no_cleanup") and not self.is_worker:
+        self.user_disabled_unused = bool(getattr(opt, "disable_unused_snapshots", False))
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if (self.broken or interrupted) and hasattr(opt, "no_cleanup") and not self.is_worker:
+            # (interrupted: the tests it did not reach left their snapshots "unused"; under
+            # pytest-xdist syrupy also warned that a worker's report was missing)
             opt.no_cleanup = True
             opt.disable_unused_snapshots = True
-            self.snapshots_kept = len(self.broken)
+            self.snapshots_kept = len(self.broken) or "interrupted"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_terminal_summary(self, terminalreporter):
+        """syrupy's "Unused snapshot detection is disabled (--snapshot-disable-unused). This is
+        not recommended." names an option the user never gave (on the command line or in an
+        ini's addopts) when this session turned the detection off (a test failed: snapshots_kept, said in the gpuchar summary) or syrupy
+        did (an interrupted run under pytest-xdist): it is left out, with syrupy's heading when
+        nothing else is under it."""
+        if self.is_worker or self.user_disabled_unused:
+            return (yield)
+        tr = terminalreporter
+        write_line, write_sep, section = tr.write_line, tr.write_sep, tr.section
+        held: list = []
+
+        def other_section(*args, **kw):
+            held.clear()            # another section: syrupy's had nothing to show
+            section(*args, **kw)
+
+        def sep(*args, **kw):
+            if SYRUPY_HEADING in " ".join(map(str, args)):
+                held[:] = [(args, kw)]
+            else:
+                held.clear()        # another section: syrupy's had nothing to show
+                write_sep(*args, **kw)
+
+        def line(text="", **kw):
+            if SYRUPY_DISABLED in str(text):
+                return
+            if held and str(text).strip():
+                write_sep(*held[0][0], **held[0][1])
+                held.clear()
+            write_line(text, **kw)
+        tr.write_line, tr.write_sep, tr.section = line, sep, other_section
+        try:
+            return (yield)
+        finally:
+            del tr.write_line, tr.write_sep, tr.section
 
     def _accept(self, exitstatus: int) -> None:
         acc = self.acceptance
@@ -462,6 +511,10 @@ class GpuCharSession:
                 meta["sm_clock_error"] = f"{type(e).__name__}: {e}"
             meta["sm_clock_measured_mhz"] = mhz
         return dev.provenance(sm_clock_measured_mhz=meta["sm_clock_measured_mhz"])
+
+
+SYRUPY_DISABLED = "Unused snapshot detection is disabled"
+SYRUPY_HEADING = "snapshot report summary"
 
 
 def xdist_grouping_failed() -> str:

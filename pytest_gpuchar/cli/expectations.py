@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from ..core import archs
 from ..core.atomic import atomic_write
 from ..results.expectations import ExpectationError, Store, load_file, update_arch
 from ..results.files import ResultsError, read_results
+from . import output
+from .output import interruptible
 
 
 def _check(store: Store, files: list[Path]) -> int:
@@ -164,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
                     help="expectations directory (default: $GPUCHAR_EXPECTATIONS, else "
                          "./expectations, else the files that came with the package, with "
                          "the user's own directory over them: docs/installed.md)")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     c = sub.add_parser("check", help="validate expectation files")
     c.add_argument("files", nargs="*", type=Path)
     sh = sub.add_parser("show", help="each entry of an arch with the layer (shipped, user, "
@@ -221,19 +224,45 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _missing_root(args, root: Path) -> str:
+    """Why the expectations directory cannot be used ("" when it can): a --root or
+    $GPUCHAR_EXPECTATIONS that is no directory is named, not read as an empty set of files."""
+    if root.is_dir():
+        return ""
+    given = getattr(args, "update_root", None) or args.root
+    what = f"--root {root}" if given is not None else f"$GPUCHAR_EXPECTATIONS={root}" \
+        if os.environ.get("GPUCHAR_EXPECTATIONS") else f"{root}"
+    return (f"{what}: {'not a' if root.exists() else 'no such'} directory: give the directory of the expectation files "
+            f"(sm_XX.yaml), e.g. the repository's expectations/")
+
+
+@interruptible("gpuchar-expectations")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)
+    missing = _missing_root(args, store.root)
+    if missing:
+        print(f"gpuchar-expectations: {missing}", file=sys.stderr)
+        return 2
     if args.cmd == "check":
         return _check(store, args.files)
     if args.cmd == "show":
         return _show(store, args)
     if args.cmd == "generations":
         from ..results import generations
-        text = "\n".join(generations.markdown(
-            generations.table(store, tuple(args.prefix)), "# Generations")) + "\n"
+        table = generations.table(store, tuple(args.prefix))
+        if not table.rows:
+            which = f" whose key starts with {', '.join(args.prefix)}" if args.prefix else ""
+            print(f"gpuchar-expectations: generations: no characteristic{which} has a figure on "
+                  f"two or more archs or boards in {store.root}", file=sys.stderr)
+            return 1
+        text = "\n".join(generations.markdown(table, "# Generations")) + "\n"
         if args.output:
-            atomic_write(args.output, text)
+            try:
+                output.write("-o", args.output, text)
+            except output.OutputError as e:
+                print(f"gpuchar-expectations: {e}", file=sys.stderr)
+                return 2
         else:
             print(text, end="")
         return 0

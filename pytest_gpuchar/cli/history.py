@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..results.files import ResultsError, read_report
 from ..results.history_rows import UNKNOWN_BOARD, HistoryError, driver_changes, per_board
+from .output import interruptible
 
 DEFAULT_DB = "gpuchar-history.sqlite"
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -69,7 +70,22 @@ def _board(b) -> str:
 
 def _open(args, create: bool = False):
     from ..results.history import open_history
+    why = read_only_folder(str(args.db))
+    if why:                 # said at once: SQLite tries for its busy timeout (30 s) first
+        raise HistoryError(why)
     return open_history(args.db, create=create)
+
+
+def read_only_folder(db: str) -> str:
+    """Why the SQLite file `db` cannot be opened when its folder is read-only ("" when that is
+    not the case): SQLite writes DB-wal and DB-shm beside a database in WAL mode (the
+    history's) even to read it."""
+    p = Path(db).expanduser()
+    if "://" in db or not p.is_file() or os.access(p.parent, os.W_OK):
+        return ""
+    return (f"--db {db}: cannot open it: its folder {p.parent} is read-only, and SQLite writes "
+            f"{p.name}-wal and {p.name}-shm beside the database even to read it (WAL mode): "
+            f"copy it into a writable folder and give the copy to --db")
 
 
 # --- commands ------------------------------------------------------------------------------------
@@ -193,7 +209,8 @@ def cmd_fleet(args) -> int:
 def cmd_export(args) -> int:
     from ..results.history import EXPORT_FIELDS
     if args.csv != "-" and Path(args.csv).is_dir():
-        raise HistoryError(f"--csv {args.csv}: is a directory")
+        raise HistoryError(f"--csv {args.csv}: is a directory: give a file name (- for "
+                           f"stdout)")
     with _open(args) as h:
         if args.key:
             h.check_key(args.key)
@@ -205,13 +222,12 @@ def cmd_export(args) -> int:
             w.writerow(row)
             n += 1
     if args.csv != "-":
-        from ..results.expectations import atomic_write
+        from .output import OutputError, write
         out = Path(args.csv)
         try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(out, buf.getvalue())
-        except OSError as e:
-            raise HistoryError(f"--csv {args.csv}: cannot write: {e.strerror or e}") from None
+            write("--csv", out, buf.getvalue())
+        except OutputError as e:
+            raise HistoryError(str(e)) from None
         print(f"gpuchar-history: {n} result(s) written to {out}", file=sys.stderr)
     return 0
 
@@ -316,6 +332,7 @@ COMMANDS = {"import": cmd_import, "runs": cmd_runs, "boards": cmd_boards, "show"
             "fleet": cmd_fleet, "export": cmd_export, "html": cmd_html}
 
 
+@interruptible("gpuchar-history")
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not hasattr(args, "db"):

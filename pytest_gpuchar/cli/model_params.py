@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ..core import archs
 from ..models import accelsim
-from ..core.atomic import atomic_write
 from ..results.files import ResultsError, read_report
+from .output import OutputError, write, interruptible
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
@@ -62,6 +62,7 @@ def no_figure(report: dict, arch: str, path: Path) -> str:
             f"give the report of a run on an {arch} GPU")
 
 
+@interruptible("gpuchar-model-params")
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="gpuchar-model-params",
@@ -79,12 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         arch = archs.validate(args.arch)
     except archs.UnknownArch as e:
-        print(f"--arch: {e}", file=sys.stderr)
+        print(f"gpuchar-model-params: --arch: {e}", file=sys.stderr)
         return 2
     try:
         report = read_report(args.results)
     except ResultsError as e:
-        print(e, file=sys.stderr)
+        print(f"gpuchar-model-params: {e}", file=sys.stderr)
         return 2
     why = no_figure(report, arch, args.results)
     if why:
@@ -92,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = render(report, arch, args.fmt)
     if args.output:
-        atomic_write(args.output, text)
+        try:
+            write("-o", args.output, text)
+        except OutputError as e:
+            print(f"gpuchar-model-params: {e}", file=sys.stderr)
+            return 2
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text)

@@ -34,6 +34,9 @@ Exit status:
 Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [--static-only]
                        [TESTS...] [-- extra pytest args]
 
+TESTS default to tests/characterisation; test paths after `--` are the night's tests as well
+(not added to the whole suite).
+
 --history TARGET is the history store (results/history.py, docs/history.md): a file path
 (SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
 code, and the board's latest run in it is the previous run.
@@ -61,6 +64,8 @@ from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NO
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
+from .output import OutputError, check_dir, unwritable, interruptible
+from .pytest_args import test_paths
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -428,7 +433,8 @@ def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
     processes NVML saw computing on the GPU meanwhile, and why NVML could not look ("")."""
     # -o gpuchar_history=: the nightly records tonight itself, after comparing (an ini's
     # history would record the run before the comparison reads the previous one)
-    cmd = [sys.executable, "-m", "pytest", *(args.tests or default_tests()),
+    tests = args.tests or ([] if test_paths(args.pytest_args) else default_tests())
+    cmd = [sys.executable, "-m", "pytest", *tests,
            "-p", "no:cacheprovider", "-q", "-rfEs", "--gpuchar-report", str(report_dir),
            "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
            *(["-m", "static"] if args.static_only else []), *args.pytest_args]
@@ -455,10 +461,15 @@ def run(args) -> int:
         print(f"gpuchar-nightly: --previous {args.previous}: no such file", file=sys.stderr)
         return EXIT_BROKEN
     out = Path(args.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
     report_dir = out / "report"
-    if report_dir.exists():
-        shutil.rmtree(report_dir)
+    try:
+        check_dir("--out", Path(args.out))
+        if report_dir.exists():
+            shutil.rmtree(report_dir)
+    except (OutputError, OSError) as e:
+        why = e if isinstance(e, OutputError) else unwritable("--out", Path(args.out), e)
+        print(f"gpuchar-nightly: {why}", file=sys.stderr)
+        return EXIT_BROKEN
     env = dict(os.environ)
     env["CUDA_CACHE_DISABLE"] = "1"
     started = time.time()
@@ -538,6 +549,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BROKEN, f"{self.prog}: error: {message}\n")
 
 
+@interruptible("gpuchar-nightly", EXIT_BROKEN, "nothing was run, compared or recorded")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -552,7 +564,8 @@ def main(argv: list[str] | None = None) -> int:
                     "tolerance, 2 regressions, 3 the run broke, 4 measured nothing (no "
                     "hardware test ran; see --static-only). Extra pytest args after --.")
     ap.add_argument("tests", nargs="*", help="test paths (default tests/characterisation, "
-                                             "else the installed suite: --gpuchar-suite)")
+                                             "else the installed suite: --gpuchar-suite; test "
+                                             "paths after -- replace the default too)")
     ap.add_argument("--repeatability", nargs=2, metavar=("RUN1", "RUN2"),
                     help="only compare two runs' gpuchar-results.json (or nightly.json) for "
                          "repeatability per topic, print it and exit 0")
@@ -591,6 +604,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BROKEN      # named before the night runs, not after
     try:
         return run(args)
+    except KeyboardInterrupt:
+        print(f"\ngpuchar-nightly: interrupted (exit {EXIT_BROKEN}): the night was not "
+              f"compared, written or recorded; what ran is in "
+              f"{Path(args.out) / 'pytest.log'}", file=sys.stderr)
+        return EXIT_BROKEN
     finally:
         if args.history_store is not None:
             args.history_store.close()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-INSTALL = ('pip install "pytest-gpuchar[cuda13]" (or [cuda12] for a CUDA 12 driver: '
+from . import install
+
+INSTALL = (f'{install.line("cuda13")} (or cuda12 for a CUDA 12 driver: '
            'cuda-bindings of the driver\'s CUDA major version)')
 
 
@@ -44,7 +46,7 @@ def mismatch(bindings_version: str, driver_cuda: str) -> str:
         return ""
     if b > d:
         return (f"cuda-bindings {bindings_version} is for CUDA {b} drivers, this driver speaks "
-                f"CUDA {driver_cuda}: pip install \"pytest-gpuchar[cuda{d}]\"")
+                f"CUDA {driver_cuda}: {install.line(f'cuda{d}')}")
     return ""
 
 

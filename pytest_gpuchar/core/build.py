@@ -238,7 +238,12 @@ class Builds:
         pending = self._offline_pending.pop(key, None)
         with timing.blocked(timing.OFFLINE):
             if pending is not None and not pending.cancelled():
-                pending.result()        # its part is compiling in the background
+                try:
+                    pending.result()        # its part is compiling in the background
+                except toolchain.ToolMissing as e:
+                    # a new error per test: the future's one, raised again by every probe of
+                    # the part, grew its traceback by every raise
+                    raise toolchain.ToolMissing(str(e)) from None
             funcs = self._offline_probe.get(key)
             if funcs is None:
                 funcs = self.offline_module(probe.arch, probe.ptx, probe.name, tool)[1]

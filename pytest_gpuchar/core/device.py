@@ -11,7 +11,7 @@ import datetime as _dt
 import os
 from dataclasses import dataclass, field
 
-from . import bindings, nvml
+from . import bindings, install, nvml
 
 
 @dataclass
@@ -124,7 +124,7 @@ def detect(index: int | None = None) -> DeviceInfo | Absent:
         from cupy.cuda import runtime
     except Exception as e:  # noqa: BLE001 - any import failure means "no usable GPU"
         return Absent(f"no GPU: CuPy is not importable ({type(e).__name__}: {e}); "
-                      f"install pytest-gpuchar[cuda13] on a machine with an NVIDIA GPU")
+                      f"{install.line('cuda13')} on a machine with an NVIDIA GPU")
     try:
         n = runtime.getDeviceCount()
     except Exception as e:  # noqa: BLE001

@@ -18,10 +18,20 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import archs
+from . import archs, install
 
-INSTALL_STATIC = 'pip install "pytest-gpuchar[static]"'
-INSTALL_LEGACY = 'pip install "pytest-gpuchar[legacy]"'
+INSTALL_STATIC = install.line("static")
+INSTALL_LEGACY = install.line("legacy")
+# no extra has tools for Kepler (sm_3x): CUDA 12 dropped it, a CUDA 11 toolkit has them
+INSTALL_KEPLER = ("no extra of pytest-gpuchar has them (CUDA 12 dropped sm_30..sm_37; the "
+                  "legacy extra covers sm_50..sm_72): put a CUDA 11 toolkit's bin/ on PATH or "
+                  "set CUDA_HOME to it")
+
+
+def install_hint(arch: str) -> str:
+    """How to get the ptxas and nvdisasm that handle `arch`."""
+    n = archs.number(arch)
+    return INSTALL_KEPLER if n < 50 else INSTALL_LEGACY if n < 75 else INSTALL_STATIC
 
 
 _SPAWN = threading.Lock()
@@ -157,19 +167,43 @@ def _supports(tool: Tool, arch: str) -> bool:
     return n <= 86
 
 
+# tools found broken by their first use (exit 0 without their output): path -> why
+_broken: dict[str, str] = {}
+
+
+def broken(tool: Tool, why: str, arch: str) -> "ToolMissing":
+    """Mark `tool` broken (it is never chosen again in this process) and return the error
+    its users get: the one find() gives from now on."""
+    _broken.setdefault(tool.path, why)
+    return _broken_error(tool, arch)
+
+
+def _broken_error(tool: Tool, arch: str) -> "ToolMissing":
+    return ToolMissing(f"{tool.name} {tool.version} at {tool.path} is broken: "
+                       f"{_broken[tool.path]}; no other {tool.name} handles {arch}: remove it "
+                       f"from PATH (or repair it) and install a working one: "
+                       f"{install_hint(arch)}")
+
+
 def find(name: str, arch: str, version: str | None = None) -> Tool:
     """The preferred `name` (ptxas/nvdisasm/cuobjdump) that handles `arch` (of a version
-    starting with `version`, e.g. "13.0": the CUDA version of a driver), or ToolMissing."""
+    starting with `version`, e.g. "13.0": the CUDA version of a driver), or ToolMissing.
+    A tool found broken is passed over; when it was the only one, the error names it."""
     arch = archs.validate(arch)
+    bad = None
     for tool in all_tools(name):
         if _supports(tool, arch) and (version is None or
                                       f"{tool.version}.".startswith(f"{version}.")):
-            return tool
-    hint = INSTALL_LEGACY if archs.number(arch) < 75 else INSTALL_STATIC
+            if tool.path not in _broken:
+                return tool
+            bad = bad or tool
+    if bad is not None:
+        raise _broken_error(bad, arch)
     have = ", ".join(f"{t.path} ({t.version})" for t in all_tools(name)) or "none found"
     what = f"{name} {version}" if version else name
     raise ToolMissing(f"no {what} that handles {arch} is installed (have: {have}); "
-                      f"install it with: {hint}")
+                      + ("" if archs.number(arch) < 50 else "install it with: ")
+                      + install_hint(arch))
 
 
 def describe() -> list[str]:
@@ -215,6 +249,8 @@ def assemble(ptx: str, arch: str, *, extra: tuple[str, ...] = (), name: str = "p
     session's Builds caches it). On failure the error names the module (`name`, e.g. the
     probe) and shows the offending PTX lines."""
     tool = tool or find("ptxas", arch)
+    if tool.path in _broken:
+        raise _broken_error(tool, arch)
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "probe"
     with tempfile.TemporaryDirectory(prefix="gpuchar-") as tmp:
         src = Path(tmp) / f"{safe}.ptx"
@@ -232,7 +268,12 @@ def assemble(ptx: str, arch: str, *, extra: tuple[str, ...] = (), name: str = "p
         if re.search(r"warning", log, re.I) and "C75" in log:
             # wgmma serialisation warnings and the like must not pass silently
             raise AssemblyError(f"ptxas {tool.version} warned for {arch} on {name}:\n{log}")
-        return out.read_bytes()
+        cubin = out.read_bytes() if out.is_file() else None
+    if not cubin or not cubin.startswith(b"\x7fELF"):
+        what = "no output file" if cubin is None else \
+            "an empty file" if not cubin else "a file that is not a cubin (no ELF header)"
+        raise broken(tool, f"it exited 0 but wrote {what} for -o", arch)
+    return cubin
 
 
 def disassemble(cubin: bytes, arch: str) -> str:
@@ -244,4 +285,7 @@ def disassemble(cubin: bytes, arch: str) -> str:
         proc = run([tool.path, "-c", str(path)], timeout=300)
     if proc.returncode != 0:
         raise AssemblyError(f"nvdisasm {tool.version} failed for {arch}:\n{proc.stderr.strip()}")
+    if ".text." not in proc.stdout:
+        raise broken(tool, "it exited 0 but printed no disassembly (no .text section) of a "
+                           "cubin ptxas had just written", arch)
     return proc.stdout

@@ -72,7 +72,10 @@ def write(tr, st) -> None:
     if rec.meta.get("xdist_grouping"):
         _line(tr, rec.meta["xdist_grouping"], yellow=True)
     _acceptance(tr, rec.meta.get("acceptance"))
-    if st.snapshots_kept:
+    if st.snapshots_kept == "interrupted":
+        _line(tr, "snapshots: no unused snapshot reported or deleted: the run was interrupted "
+                  "(clean-up happens in a whole run without failures)", yellow=True)
+    elif st.snapshots_kept:
         _line(tr, f"snapshots: no unused snapshot reported or deleted: {st.snapshots_kept} "
                   f"test(s) failed or errored in this run (clean-up happens in a run without "
                   f"failures)", yellow=True)
@@ -119,8 +122,8 @@ def _static(tr, st) -> None:
                  f"assembles them again)") if hits else "none from a cache"
         _line(tr, f"offline SASS modules: {b.assembled} assembled by ptxas + nvdisasm, {where}")
     if not sum(st.static_ran.values()):
-        _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs; install them "
-                  "with pip install \"pytest-gpuchar[static,legacy]\"", red=True, bold=True)
+        _line(tr, "NO STATIC CHECK RAN: no ptxas/nvdisasm handles these archs (per arch above: "
+                  "why, and what to install)", red=True, bold=True)
 
 
 def _boards(tr, boards: list[dict]) -> None:

@@ -5,6 +5,7 @@ runs the real command (pytest in a subprocess) on a small suite; no GPU is neede
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 
 import pytest
@@ -58,7 +59,9 @@ def broken_cupy(tmp_path, monkeypatch):
     (site / "cupy").mkdir(parents=True)
     (site / "cupy" / "__init__.py").write_text(
         "raise ImportError('libcuda.so.1: version `R580` not found (the driver was upgraded)')\n")
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    # (before the package's own path: a checkout run with PYTHONPATH keeps its code)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p))
 
 
 def _doc(tmp_path, out):
@@ -183,3 +186,23 @@ def test_a_command_line_mistake_is_exit_3_not_2(capsys):
         n.main(["--no-such-option"])
     assert e.value.code == ch.EXIT_BROKEN
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+def test_test_paths_after_the_double_dash_are_the_night_s_tests(night, tmp_path):
+    """`gpuchar-nightly -- FILE` ran the whole suite and FILE (399 s for a 4 s file; issue 44
+    row 4): a test path after `--` replaces the default as TESTS before it do."""
+    code, lines = night("--static-only", "--", "test_demo.py::test_value", "--gpu-arch=sm_80")
+    doc = json.loads((tmp_path / "gpuchar-nightly" / "nightly.json").read_text())
+    assert doc["pytest_command"].count("test_demo.py::test_value") == 1
+    assert "tests/characterisation" not in doc["pytest_command"]
+    assert code == 0, lines
+    assert doc["pytest_exit"] == 0, lines
+
+
+def test_which_arguments_after_the_double_dash_are_test_paths(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.py").write_text("")
+    (tmp_path / "d").mkdir()
+    assert n.test_paths(["t.py::test_x[a]", "-k", "t.py", "d", "--ignore", "d", "-x",
+                         "missing.py", "--gpu-arch=sm_80"]) == ["t.py::test_x[a]", "d"]
+    assert n.test_paths(["-k", "foo", "--gpu-arch", "sm_80"]) == []

@@ -237,5 +237,6 @@ def test_a_rejected_tensor_map_carries_the_driver_error():
 
 
 def test_bindings_of_a_newer_cuda_than_the_driver_are_named():
-    assert "pytest-gpuchar[cuda12]" in bindings.mismatch("13.5.0", "12.8")
+    from pytest_gpuchar.core import install
+    assert install.line("cuda12") in bindings.mismatch("13.5.0", "12.8")
     assert bindings.mismatch("12.9.4", "13.0") == "" == bindings.mismatch("13.0.1", "13.0")

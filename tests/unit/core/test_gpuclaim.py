@@ -99,3 +99,33 @@ def test_a_session_asks_once(tmp_path, uuid, held_elsewhere):
     held_elsewhere.wait(timeout=60)
     assert first and s.hardware_skip("sm_90") == first
     assert _session(tmp_path, uuid).hardware_skip("sm_90") is None     # a new session's
+
+
+CLAIM_AND_EXIT = r"""
+import sys
+from pytest_gpuchar.core import gpuclaim
+assert gpuclaim.claim(sys.argv[1]) == ""
+assert gpuclaim.path(sys.argv[1]).exists()
+"""
+
+
+def test_a_claim_leaves_no_file_when_its_process_ends(uuid):
+    """Every test-suite run left its sessions' lock files in the temporary directory (issue
+    44 row 11): a process that ends removes its claims' files."""
+    subprocess.run([sys.executable, "-c", CLAIM_AND_EXIT, uuid], check=True, timeout=60)
+    assert not gpuclaim.path(uuid).exists()
+
+
+def test_a_released_claim_removes_its_file_and_can_be_claimed_again(uuid):
+    assert gpuclaim.claim(uuid) == "" and gpuclaim.path(uuid).exists()
+    gpuclaim.release(uuid)
+    assert not gpuclaim.path(uuid).exists()
+    assert gpuclaim.claim(uuid) == "" and gpuclaim.path(uuid).exists()
+
+
+def test_a_killed_holder_s_file_is_taken_over(uuid, held_elsewhere):
+    held_elsewhere.kill()
+    held_elsewhere.wait(timeout=60)
+    assert gpuclaim.path(uuid).exists()                   # a killed process removes nothing
+    assert gpuclaim.claim(uuid) == ""
+    assert gpuclaim.path(uuid).read_text().startswith(f"pid {os.getpid()} on ")

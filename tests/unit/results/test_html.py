@@ -200,9 +200,9 @@ def test_the_committed_h100_run_renders_in_full(tmp_path, capsys):
 def test_a_bad_results_file_is_one_error(tmp_path, capsys):
     bad = tmp_path / "gpuchar-results.json"
     bad.write_text("{\"results\": 3}")
-    assert cli.main(["html", str(bad)]) == 2
+    assert cli.main(["html", str(bad), "-o", str(tmp_path)]) == 2
     assert capsys.readouterr().err.startswith(f"gpuchar-report: {bad}: not a gpuchar results")
-    assert cli.main(["html", str(tmp_path / "none.json")]) == 2
+    assert cli.main(["html", str(tmp_path / "none.json"), "-o", str(tmp_path)]) == 2
 
 
 def test_the_nightly_page_puts_the_changes_on_top(run, tmp_path):
@@ -239,5 +239,5 @@ def test_the_nightly_page_puts_the_changes_on_top(run, tmp_path):
     assert (tmp_path / "report" / "gpuchar-results.json").is_file()
     (tmp_path / "nightly.json").write_text(json.dumps(doc))
     page.unlink()
-    assert cli.main(["html", str(tmp_path / "nightly.json")]) == 0
+    assert cli.main(["html", str(tmp_path / "nightly.json"), "-o", str(tmp_path)]) == 0
     assert (tmp_path / "nightly.html").read_text(encoding="utf-8") == text
