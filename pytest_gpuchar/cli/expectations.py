@@ -183,7 +183,7 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--device", help="the model (GPU name) whose fleet the run's boards join; "
                                     "without it the run's values become the arch's")
     u.add_argument("--key", action="append", help="only these characteristic keys (arch level)")
-    u.add_argument("--fleet", nargs="?", const="extend", default="extend",
+    u.add_argument("--fleet", nargs="?", const="extend", default=None,
                    choices=("extend", "replace"),
                    help="with --device: extend (default) adds the run's boards to the sample, "
                         "every other board kept; replace makes them the model's whole sample "
@@ -276,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
     except (archs.UnknownArch, ResultsError) as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2
+    if args.fleet and not args.device:
+        print("gpuchar-expectations: --fleet needs --device (a model's boards)", file=sys.stderr)
+        return 2
     if args.device:
         return _accept_device(store, args, arch)
     try:
@@ -302,7 +305,8 @@ def _accept_device(store: Store, args, arch: str) -> int:
     path = sample_path(args, arch)
     try:
         w = contract.accept(arch, args.device, [read_report(args.results)], root=store.root,
-                            sample_path=path, fleet=args.fleet, dry_run=args.dry_run)
+                            sample_path=path, fleet=args.fleet or "extend",
+                            dry_run=args.dry_run)
     except ResultsError as e:
         print(f"gpuchar-expectations: {e}", file=sys.stderr)
         return 2

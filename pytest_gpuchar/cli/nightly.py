@@ -65,7 +65,7 @@ from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NO
 from ..results.files import ResultsError, read_report, read_results
 from ..results.history_rows import HistoryError
 from .output import OutputError, check_dir, unwritable, interruptible
-from .pytest_args import test_paths
+from .pytest_args import default_tests, selected_tonight, test_paths
 
 
 THROTTLE_FRACTION = 0.90   # measured SM clock below this share of the max clock: throttled
@@ -401,33 +401,6 @@ def night_verdict(changes: list[Change], pytest_exit: int, current: dict,
     return (EXIT_MEASURED_NOTHING, nothing) if nothing else (code, "")
 
 
-def selected_tonight(previous: list[dict] | None, junit: Path,
-                     static_only: bool) -> list[dict] | None:
-    """On a --static-only night, the previous run's results of the tests tonight's run
-    selected (the previous night's hardware figures are not "missing"); else `previous`."""
-    if not static_only or previous is None:
-        return previous
-    import xml.etree.ElementTree as ET
-    try:
-        cases = {(tc.get("classname", ""), tc.get("name", ""))
-                 for tc in ET.parse(junit).getroot().iter("testcase")}
-    except (OSError, ET.ParseError):
-        return []
-
-    def case(nodeid: str) -> tuple[str, str]:
-        path, _, rest = nodeid.partition("::")
-        parts = rest.split("::")
-        return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
-    return [r for r in previous if case(str(r.get("test", ""))) in cases]
-
-
-def default_tests() -> list[str]:
-    """The suite a nightly runs without test paths: the project's tests/characterisation
-    (a checkout), else the one installed with the package (pytest --gpuchar-suite)."""
-    return ["tests/characterisation"] if Path("tests/characterisation").is_dir() \
-        else ["--gpuchar-suite"]
-
-
 def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
     """Tonight's suite run (its output in pytest.log): its command, the process, the other
     processes NVML saw computing on the GPU meanwhile, and why NVML could not look ("")."""
@@ -444,6 +417,17 @@ def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
         proc.wait()
     others = watch.stop() if watch is not None else []
     return cmd, proc, others, (watch.why_not if watch is not None else "no GPU at the start")
+
+
+def environment(before: dict, after: dict, env: dict, others: list[dict],
+                unwatched: str) -> dict:
+    """nightly.json's environment: the clock snapshots, the toolkit, throttling, and the
+    other processes NVML saw computing on the GPU during the night."""
+    return {"before": before, "after": after, "toolkit": toolkit(),
+            "CUDA_CACHE_DISABLE": env["CUDA_CACHE_DISABLE"],
+            "throttling": throttling(before, after), "other_processes": others,
+            "process_watch": unwatched or "NVML listed the GPU's compute processes every "
+                                          "second"}
 
 
 def _report(results_path: Path) -> dict:
@@ -511,12 +495,7 @@ def run(args) -> int:
         "previous": next((r.label for r in refs if r.same_board), None),
         "boards": [r.as_dict() for r in refs],
         "first_night": any(r.first_night for r in refs),
-        "environment": {"before": before, "after": after, "toolkit": toolkit(),
-                        "CUDA_CACHE_DISABLE": env["CUDA_CACHE_DISABLE"],
-                        "throttling": throttling(before, after),
-                        "other_processes": others,
-                        "process_watch": unwatched or "NVML listed the GPU's compute processes "
-                                                      "every second"},
+        "environment": environment(before, after, env, others, unwatched),
         "status_counts": counts,
         "skipped": current.get("meta", {}).get("skipped", {}),
         "changes": [asdict(c) for c in changes],

@@ -24,3 +24,30 @@ def test_paths(pytest_args: list[str]) -> list[str]:
         if Path(arg.split("::", 1)[0]).exists():
             out.append(arg)
     return out
+
+
+def default_tests() -> list[str]:
+    """The suite a nightly runs without test paths: the project's tests/characterisation
+    (a checkout), else the one installed with the package (pytest --gpuchar-suite)."""
+    return ["tests/characterisation"] if Path("tests/characterisation").is_dir() \
+        else ["--gpuchar-suite"]
+
+
+def selected_tonight(previous: list[dict] | None, junit: Path,
+                     static_only: bool) -> list[dict] | None:
+    """On a --static-only night, the previous run's results of the tests tonight's run
+    selected (the previous night's hardware figures are not "missing"); else `previous`."""
+    if not static_only or previous is None:
+        return previous
+    import xml.etree.ElementTree as ET
+    try:
+        cases = {(tc.get("classname", ""), tc.get("name", ""))
+                 for tc in ET.parse(junit).getroot().iter("testcase")}
+    except (OSError, ET.ParseError):
+        return []
+
+    def case(nodeid: str) -> tuple[str, str]:
+        path, _, rest = nodeid.partition("::")
+        parts = rest.split("::")
+        return ".".join([path.removesuffix(".py").replace("/", "."), *parts[:-1]]), parts[-1]
+    return [r for r in previous if case(str(r.get("test", ""))) in cases]

@@ -16,7 +16,7 @@ H100 = REPO / "results/sm_90/nvidia-h100-80gb-hbm3/gpuchar-results.json.gz"
 
 def _commands():
     out = [(expectations.main, [c]) for c in
-           ("check", "update", "noise", "fleet", "generations")]
+           ("check", "update", "fleet", "crossval", "show", "generations")]
     out += [(history.main, [c]) for c in history.COMMANDS]
     out += [(report.main, ["html"]), (expectations.main, []), (history.main, []),
             (report.main, []), (nightly.main, []), (model_params.main, [])]
