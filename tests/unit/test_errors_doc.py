@@ -54,6 +54,9 @@ def folder(pytester, monkeypatch, store):
     (d / "adir").mkdir()
     (d / "bad.yaml").write_text("a: [1,\n")
     (d / "test_t.py").write_text("def test_x(arch):\n    pass\n")
+    # the default expectations root is ./expectations: a copy, so that a row that writes
+    # (an update whose check a change let through) can never write the repository's files
+    shutil.copytree(Path(__file__).resolve().parents[2] / "expectations", d / "expectations")
     monkeypatch.chdir(d)
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     for var in ("GPUCHAR_DEVICE", "GPUCHAR_EXPECTATIONS", "GPUCHAR_LISTING_CACHE",
