@@ -315,8 +315,9 @@ def _accept_device(store: Store, args, arch: str) -> int:
         return 1
     _written(w, args.device, args.dry_run)
     if not args.dry_run:
-        print(f"sample {path}: {w.summary.runs} runs of {args.device} "
-              f"({'replaced by this run' if args.fleet == 'replace' else 'this run added'})")
+        how = "replaced by this run" if args.fleet == "replace" else \
+            f"{w.added} run(s) added" if w.added else "the run was in it already: unchanged"
+        print(f"sample {path}: {w.summary.runs} runs of {args.device} ({how})")
     return 0
 
 

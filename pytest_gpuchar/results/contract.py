@@ -113,6 +113,7 @@ class Written:
     unchanged: int = 0
     too_few: list[str] = field(default_factory=list)
     summary: S.Summary | None = None
+    added: int = 0              # runs the acceptance added to the sample (0: all there)
 
     @property
     def changed(self) -> int:
@@ -180,6 +181,7 @@ def accept(arch: str, model: str, new_docs: list[dict], *, root: Path, sample_pa
     else:
         kept = [d for d in old_docs if (d["meta"].get("uuid"), d["meta"].get("date")) not in keys]
     docs = kept + added
+    written_new = len(docs) - len(old_docs) if fleet == "extend" else len(added)
     runs = fleet_runs(docs)
     # a model sampled on fewer than MIN_BOARDS boards (a user's first boards, or an explicit
     # replace) is judged as its boards' later nights: one board's bounds are its change limit
@@ -187,7 +189,8 @@ def accept(arch: str, model: str, new_docs: list[dict], *, root: Path, sample_pa
     min_boards = 1 if fleet == "replace" or len(boards) < gate.MIN_BOARDS else gate.MIN_BOARDS
     written = write_model(arch, model, runs, root=root, sample=S.sample_id(docs),
                           export=str(sample_path), min_boards=min_boards, dry_run=dry_run)
-    if not dry_run:
+    written.added = written_new
+    if not dry_run and (written_new or fleet == "replace"):
         S.write(sample_path, docs)
     return written
 

@@ -326,7 +326,7 @@ def fleet_runs(docs: Iterable[dict]) -> list[Run]:
                 if r.get("arch") == arch:
                     by_key.setdefault(r["key"], r)
             sms = run.get("sm_count") or prov.get("sm_count") or meta.get("sm_count")
-            date = run.get("date") or prov.get("date") or meta.get("date") or ""
+            date = run.get("date") or meta.get("date") or prov.get("date") or ""
             out.append(Run(board, str(model), str(arch), int(sms) if sms else None,
                            str(date), by_key, run.get("id")))
     return out
