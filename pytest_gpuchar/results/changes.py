@@ -86,7 +86,11 @@ def gate_move(r: dict, past: list[float], noise_rel: float = NOISE_REL,
     model = r.get("noise") if isinstance(r.get("noise"), dict) else {}
     spread = number(r.get("spread")) or 0.0
     if model:
-        widen = spread if r.get("status") == "unstable" else 0.0
+        # an unstable figure is judged with its spread added; an exact one's spread is its
+        # reading's resolution (a bisection's bracket: the capacities), either run's
+        widen = spread if r.get("status") == "unstable" else \
+            max(spread, number((previous or {}).get("spread")) or 0.0) if model.get("exact") \
+            else 0.0
         return gate.change(v, past, sigma_run=number(model.get("run")), unit=r.get("unit", ""),
                            exact=bool(model.get("exact")), spread=widen, key=r.get("key", ""),
                            grid=bool(model.get("grid")))

@@ -233,7 +233,10 @@ def _figure(session: Context, key: str, b: Bisection, data: dict,
     detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
               f"wide, {len(b.steps)} bisection steps); plateau {b.plateau:.0f} cycles, on the "
               f"level <= {b.limit:.0f}, next level {b.above:.0f}" + extra)
-    return Measurement.of_value(key, float(b.lo), "bytes", spread=None, method=METHOD_KNEE,
+    # the spread is the bracket the knee lies in: the bisection's resolution (a board reads
+    # one bracket or the next from run to run: the nightly's change question allows it)
+    return Measurement.of_value(key, float(b.lo), "bytes", spread=float(b.hi - b.lo),
+                                method=METHOD_KNEE,
                                 detail=detail,
                                 data={**data, "bisection": {**b.as_data(), "steps": steps}})
 

@@ -469,3 +469,16 @@ def test_a_split_runs_junit_names_lose_their_xdist_group():
         == "tests/characterisation/test_x.py::test_a[sm_90-b]"
     assert ch._pytest_nodeid("tests.characterisation.test_x", "test_a[sm_90-x@y]") \
         == "tests/characterisation/test_x.py::test_a[sm_90-x@y]"
+
+
+def test_an_exact_figures_spread_is_its_resolution():
+    """memory.capacity.l2 is a bisection's lower edge, its spread the bracket (2.9%): the
+    sampled boards never left their bracket (exact), a fresh H200 read the next one on its
+    second night. One bracket is the reading's resolution; two are a change."""
+    n = _noise(0.0, exact=True)
+    prev = [R("memory.capacity.l2", 59787264.0, unit="bytes", spread=1751808.0, noise=n)]
+    assert ch.compare([R("memory.capacity.l2", 61539072.0, unit="bytes", spread=1802240.0,
+                         noise=n)], prev) == []
+    [c] = ch.compare([R("memory.capacity.l2", 63400000.0, unit="bytes", spread=1802240.0,
+                        noise=n)], prev)
+    assert c.severity == "change"
