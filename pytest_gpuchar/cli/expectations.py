@@ -74,10 +74,14 @@ def _show(store: Store, args) -> int:
     return 0
 
 
-def sample_path(args, arch: str) -> Path:
-    """The model's fleet sample: --sample, else results/<arch>/fleet/sample.jsonl.gz of the
-    current directory (the repository the expectation files are committed in)."""
-    return Path(args.sample) if args.sample else Path(DEFAULT_SAMPLE.format(arch=arch))
+def sample_path(args, arch: str, root: Path | None = None) -> Path:
+    """The model's fleet sample: --sample, else results/<arch>/fleet/sample.jsonl.gz beside
+    the expectations directory (the repository the files are committed in), as pytest
+    --snapshot-update finds it."""
+    from ..results.accept import sample_path as beside
+    if args.sample:
+        return Path(args.sample)
+    return beside(root, arch) if root is not None else Path(DEFAULT_SAMPLE.format(arch=arch))
 
 
 def sample_docs(args, arch: str) -> list[dict]:
@@ -92,7 +96,7 @@ def sample_docs(args, arch: str) -> list[dict]:
         with open_history(args.history, create=False) as h:
             docs = [h.run(r["id"]) for r in h.runs(arch=arch)]
         return [S.run_doc(r, d.get("meta")) for d, r in zip(docs, noise.fleet_runs(docs))]
-    path = sample_path(args, arch)
+    path = sample_path(args, arch, getattr(args, "store_root", None))
     if not path.exists():
         raise ResultsError(f"--sample {path}: no such file (the fleet sample the contract is "
                            f"derived from; give --sample FILE or --history DB)")
@@ -135,7 +139,9 @@ def _fleet(store: Store, args) -> int:
         return 2
     try:
         w = contract.write_model(arch, args.model, runs, root=store.root,
-                                 sample=S.sample_id(docs), export=str(sample_path(args, arch)),
+                                 sample=S.sample_id(docs),
+                                 export=contract.export_name(
+                                     sample_path(args, arch, store.root), store.root),
                                  dry_run=args.dry_run)
     except (ExpectationError, OSError) as e:
         print(f"gpuchar-expectations: the file was left as it was: {e}", file=sys.stderr)
@@ -240,6 +246,7 @@ def _missing_root(args, root: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)
+    args.store_root = store.root
     missing = _missing_root(args, store.root)
     if missing:
         print(f"gpuchar-expectations: {missing}", file=sys.stderr)
@@ -302,7 +309,7 @@ def _accept_device(store: Store, args, arch: str) -> int:
     derived again: only the entries the sample moved are rewritten."""
     from ..results import contract
     from ..results.files import read_report
-    path = sample_path(args, arch)
+    path = sample_path(args, arch, store.root)
     try:
         w = contract.accept(arch, args.device, [read_report(args.results)], root=store.root,
                             sample_path=path, fleet=args.fleet or "extend",

@@ -10,9 +10,19 @@ from importlib import metadata
 DIST = "pytest-gpuchar"
 
 
+def in_checkout() -> bool:
+    """The package runs from a source checkout: its pyproject.toml beside the package."""
+    from pathlib import Path
+    return (Path(__file__).resolve().parents[2] / "pyproject.toml").is_file()
+
+
 @functools.lru_cache(maxsize=None)
 def editable() -> bool:
-    """Whether this package is an editable install (PEP 660 / PEP 610's direct_url.json)."""
+    """Whether this package is an editable install (PEP 660 / PEP 610's direct_url.json), or
+    runs from a source checkout (pyproject.toml beside the package: a build's egg-info in the
+    checkout, found first on sys.path, has no direct_url.json)."""
+    if in_checkout():
+        return True
     try:
         text = metadata.distribution(DIST).read_text("direct_url.json")
     except metadata.PackageNotFoundError:

@@ -188,11 +188,21 @@ def accept(arch: str, model: str, new_docs: list[dict], *, root: Path, sample_pa
     boards = {r.board for r in runs if r.model == model and r.arch == arch}
     min_boards = 1 if fleet == "replace" or len(boards) < gate.MIN_BOARDS else gate.MIN_BOARDS
     written = write_model(arch, model, runs, root=root, sample=S.sample_id(docs),
-                          export=str(sample_path), min_boards=min_boards, dry_run=dry_run)
+                          export=export_name(sample_path, root), min_boards=min_boards,
+                          dry_run=dry_run)
     written.added = written_new
     if not dry_run and (written_new or fleet == "replace"):
         S.write(sample_path, docs)
     return written
+
+
+def export_name(sample_path: Path, root: Path) -> str:
+    """How the files' provenance names the sample: relative to the directory holding the
+    expectations (results/sm_90/fleet/sample.jsonl.gz), else as given."""
+    try:
+        return str(Path(sample_path).resolve().relative_to(Path(root).resolve().parent))
+    except ValueError:
+        return str(sample_path)
 
 
 def _meta(doc: dict) -> dict:

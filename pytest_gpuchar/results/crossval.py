@@ -59,10 +59,12 @@ def _value(res: dict | None) -> float | None:
     return float(v)
 
 
-def _spread(res: dict) -> float:
-    """An unstable result is judged with its own spread added to the limits."""
+def _spread(res: dict, exact: bool) -> float:
+    """An unstable result is judged with its own spread added to the limits; an exact
+    figure's spread is its reading's resolution (a bisection's bracket)."""
     s = res.get("spread")
-    if res.get("status") != "unstable" or not isinstance(s, (int, float)) or not math.isfinite(s):
+    if not (res.get("status") == "unstable" or exact) or not isinstance(s, (int, float)) \
+            or not math.isfinite(s):
         return 0.0
     return abs(float(s))
 
@@ -94,7 +96,7 @@ def judge_night(run: Run, earlier: list[Run], figs: dict[str, Figure],
             out.unjudged += 1
             continue
         out.judged += 1
-        spread = _spread(res)
+        spread = _spread(res, b.exact)
         if not b.conforms(v, spread):
             out.alarms.append(Alarm(run.board, run.date, night, key, "conformance", v,
                                     f"{v:g} outside {b.lo_bound:g}..{b.hi_bound:g} "

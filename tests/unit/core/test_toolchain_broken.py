@@ -99,6 +99,7 @@ def test_install_lines_name_the_package_when_installed_from_an_index(monkeypatch
             return None          # a wheel from an index has no direct_url.json
     install.editable.cache_clear()
     monkeypatch.setattr(install.metadata, "distribution", lambda name: Dist())
+    monkeypatch.setattr(install, "in_checkout", lambda: False)
     try:
         assert install.line("cuda13") == 'pip install "pytest-gpuchar[cuda13]"'
     finally:
