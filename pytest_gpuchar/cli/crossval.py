@@ -92,6 +92,50 @@ def wide_tolerances(store: Store, rep: CV.ModelReport, arch: str) -> list[str]:
     return out
 
 
+def on_the_gpu(where: Path) -> list[str]:
+    """The measurements gate.md cites that only a GPU makes, from the files committed beside
+    it: the fresh boards held out (fleet/holdout.jsonl, rows judged by this gate) and the
+    real-fault nights (gate-faults.json, tools/gpu-host/gate_faults.sh)."""
+    import json
+    out = []
+    rows = []
+    if (where / "fleet" / "holdout.jsonl").exists():
+        rows = [json.loads(ln) for ln in (where / "fleet" / "holdout.jsonl").read_text()
+                .splitlines() if ln.strip()]
+    rows = [r for r in rows if r.get("gate")]
+    if rows:
+        out += ["## Fresh boards (not in the sample), on the GPU", "",
+                "tools/gpu-host/holdout.sh: the README's hardware command, the first night and "
+                "the second night (the board's own history store), each board's exit codes "
+                "(fleet/holdout.jsonl; the nightly.md files in fleet/holdout/).", "",
+                "| board | date | README command | first night | second night | note |",
+                "|---|---|---|---|---|---|"]
+        out += [f"| {r['uuid']} | {r['date']} | {r['readme_exit']} ({r['readme_wall_s']} s) | "
+                f"{r['night1_exit']} ({r['night1_wall_s']} s) | {r['night2_exit']} "
+                f"({r['night2_wall_s']} s) | {r.get('note', '')} |" for r in rows]
+        out.append("")
+    faults = where / "gate-faults.json"
+    if faults.exists():
+        doc = json.loads(faults.read_text())
+        out += ["## Real faults, on the GPU", "",
+                "tools/gpu-host/gate_faults.sh after a board's two nights, each fault night "
+                "judged against a copy of that board's history:", "",
+                "| fault | board | exit | verdict | other processes NVML named | changes by "
+                "kind | SASS snapshots that differ | figures moved |", "|---|---|---|---|---|---|---|---|"]
+        names = {"corun": "another process runs a compute kernel on the GPU all night",
+                 "optlvl": "the driver JIT at optimisation level 1 (GPUCHAR_JIT_OPT_LEVEL=1)"}
+        for k, f in doc.items():
+            procs = ", ".join(f"pid {p['pid']} ({p['name']}, {p['memory_mib']} MiB)"
+                              for p in f.get("other_processes") or []) or "none"
+            kinds = ", ".join(f"{n} {c}" for c, n in sorted(f.get("changes", {}).items()))
+            top = "; ".join(f"{m[1]} {m[2]:.4g} -> {m[3]:.4g}" for m in f.get("moved_top", [])[:4])
+            out.append(f"| {names.get(k, k)} | {f.get('board')} | {f.get('exit')} | "
+                       f"{f.get('verdict')} | {procs} | {kinds} | {f.get('sass_count')} | "
+                       f"{f.get('moved_count')} (largest: {top}) |")
+        out.append("")
+    return out
+
+
 def gate_slack(b: gate.Bounds) -> float:
     """What the writer may leave wider than the rule's bound at either end: its hysteresis
     on the margin and the outward rounding of the range (2 decimals, 4 digits under 1)."""
@@ -173,6 +217,8 @@ def run_crossval(store: Store, runs: list, arch: str, *, models: list[str] | Non
     wide = [w for rep in reps for w in wide_tolerances(store, rep, arch)]
     lines += (["| figure | the files' interval | the model's bound | source |", "|---|---|---|---|"]
               + wide) if wide else ["None."]
+    if output:
+        lines += on_the_gpu(Path(output).parent)
     text = "\n".join(lines) + "\n"
     if output:
         atomic_write(Path(output), text)
