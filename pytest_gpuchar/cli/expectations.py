@@ -103,11 +103,6 @@ def sample_docs(args, arch: str) -> list[dict]:
     return S.read(path)
 
 
-def sample_runs(args, arch: str) -> list:
-    from ..results import noise
-    return noise.fleet_runs(sample_docs(args, arch))
-
-
 def _written(w, model: str, dry: bool) -> None:
     s = w.summary
     verb = "would rewrite" if dry else "rewrote"
@@ -120,17 +115,25 @@ def _written(w, model: str, dry: bool) -> None:
                                                    if keys else ""))
 
 
+def _arch_sample(args) -> tuple[str, list[dict]] | None:
+    """--arch and its sample's runs (sample_docs), or None after one error line."""
+    try:
+        arch = archs.validate(args.arch)
+        return arch, sample_docs(args, arch)
+    except (archs.UnknownArch, ResultsError) as e:
+        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+        return None
+
+
 def _fleet(store: Store, args) -> int:
     """The model's contract derived again from its sample (no new run)."""
     from ..results import contract
     from ..results import sample as S
     from ..results import noise
-    try:
-        arch = archs.validate(args.arch)
-        docs = sample_docs(args, arch)
-    except (archs.UnknownArch, ResultsError) as e:
-        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+    got = _arch_sample(args)
+    if got is None:
         return 2
+    arch, docs = got
     runs = noise.fleet_runs(docs)
     models = sorted({r.model for r in runs if r.arch == arch})
     if args.model not in models:
@@ -151,14 +154,13 @@ def _fleet(store: Store, args) -> int:
 
 
 def _crossval(store: Store, args) -> int:
+    from ..results import noise
     from .crossval import run_crossval
-    try:
-        arch = archs.validate(args.arch)
-        runs = sample_runs(args, arch)
-    except (archs.UnknownArch, ResultsError) as e:
-        print(f"gpuchar-expectations: {e}", file=sys.stderr)
+    got = _arch_sample(args)
+    if got is None:
         return 2
-    return run_crossval(store, runs, arch, models=args.model, output=args.output,
+    arch, docs = got
+    return run_crossval(store, noise.fleet_runs(docs), arch, models=args.model, output=args.output,
                         command=" ".join(["gpuchar-expectations", *sys.argv[1:]])
                         if sys.argv and "crossval" in sys.argv else "")
 
