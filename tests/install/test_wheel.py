@@ -55,7 +55,14 @@ def installed(tmp_path_factory):
            and not k.startswith(("PYTEST_XDIST", "GPUCHAR_"))}
     env.update(GPUCHAR_NO_GPU="1", GPUCHAR_HOME=str(top / "home"),
                PIP_DISABLE_PIP_VERSION_CHECK="1")
-    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, REPO], top, env)
+    # built from a copy: setuptools builds in <source>/build, and two pytest-xdist workers
+    # building from the checkout at once raced there (one's copy step found the other's
+    # half-made tree: "No such file or directory")
+    src = top / "src"
+    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", ".pytest_cache", "__pycache__", ".whl", ".tox",
+        ".benchmarks", "results"))
+    built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, src], top, env)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     wheel, = dist.glob("pytest_gpuchar-*.whl")
     print(f"wheel: {wheel.name}, {wheel.stat().st_size} bytes")

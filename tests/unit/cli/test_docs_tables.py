@@ -30,7 +30,7 @@ def test_the_generated_tables_quote_the_committed_figures():
     boards = docblocks.blocks(docs["docs/movement.md"])["movement-boards"].body
     assert "| device memory read / write / copy, of the datasheet peak |" in boards
     assert "0.926 / 0.930 / 0.832 |" in boards          # H100 n2's own fractions
-    assert "GPU-fa334b31" in boards and "GPU-5355315e" in boards
+    assert "GPU-fa334b31" in boards and "GPU-8dcbdf20" in boards
     bsp = docblocks.blocks(docs["docs/models.md"])["bsp-hopper"].body
     assert "| KNN | 2^24 | 160,436 | 39,528 | -75.4% | -75.7% | shared_lat |" in bsp
 
