@@ -232,12 +232,16 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _missing_root(args, root: Path) -> str:
+def _missing_root(args, store: Store) -> str:
     """Why the expectations directory cannot be used ("" when it can): a --root or
-    $GPUCHAR_EXPECTATIONS that is no directory is named, not read as an empty set of files."""
-    if root.is_dir():
-        return ""
+    $GPUCHAR_EXPECTATIONS that is no directory is named, not read as an empty set of files.
+    Installed, the user's layer (written first by an acceptance) may not exist yet: the
+    shipped files below it are read."""
+    root = store.root
     given = getattr(args, "update_root", None) or args.root
+    if root.is_dir() or (given is None and not os.environ.get("GPUCHAR_EXPECTATIONS")
+                         and any(Path(layer).is_dir() for layer in store.layers)):
+        return ""
     what = f"--root {root}" if given is not None else f"$GPUCHAR_EXPECTATIONS={root}" \
         if os.environ.get("GPUCHAR_EXPECTATIONS") else f"{root}"
     return (f"{what}: {'not a' if root.exists() else 'no such'} directory: give the directory of the expectation files "
@@ -249,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     store = Store(getattr(args, "update_root", None) or args.root)
     args.store_root = store.root
-    missing = _missing_root(args, store.root)
+    missing = _missing_root(args, store)
     if missing:
         print(f"gpuchar-expectations: {missing}", file=sys.stderr)
         return 2

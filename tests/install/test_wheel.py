@@ -59,9 +59,14 @@ def installed(tmp_path_factory):
     # building from the checkout at once raced there (one's copy step found the other's
     # half-made tree: "No such file or directory")
     src = top / "src"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".git", "build", "dist", "*.egg-info", ".pytest_cache", "__pycache__", ".whl", ".tox",
-        ".benchmarks", "results"))
+    skip = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", ".pytest_cache",
+                                  "__pycache__", ".whl", ".tox", ".benchmarks")
+
+    def ignore(where: str, names: list[str]) -> set[str]:
+        # the repository's results/ (run reports, not package data); the package's own
+        # pytest_gpuchar/results/ stays
+        return set(skip(where, names)) | ({"results"} if Path(where) == REPO else set())
+    shutil.copytree(REPO, src, ignore=ignore)
     built = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", dist, src], top, env)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     wheel, = dist.glob("pytest_gpuchar-*.whl")
