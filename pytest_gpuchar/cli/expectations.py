@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from ..core import archs
-from ..core.atomic import atomic_write
 from ..results.expectations import ExpectationError, Store, load_file, update_arch
 from ..results.files import ResultsError, read_results
 from . import output

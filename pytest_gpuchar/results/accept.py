@@ -18,7 +18,6 @@ from . import expectations as E
 REFUSED_STATUSES = ("invalid", "unstable", "error", "info")
 
 
-from .contract import FLEET_MODES  # noqa: E402,F401  (extend | replace)
 
 
 @dataclass
