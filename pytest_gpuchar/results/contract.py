@@ -40,7 +40,7 @@ def entry_of(b: gate.Bounds, fig: Figure, base: E.Expected | None) -> dict:
         noise["grid"] = True
     out["noise"] = noise
     if b.modes:
-        out["modes"] = [_num(m) for m in b.modes]
+        out["modes"] = [E._rounded(m) for m in b.modes]
     if base is None or base.unit != b.unit:
         out["unit"] = b.unit
     if base is None or method_shape(base.method) != method_shape(fig.method):
@@ -64,10 +64,6 @@ def with_noise(old: dict | None, fig: Figure) -> dict | None:
     if fig.grid:
         noise["grid"] = True
     return {**old, "noise": noise}
-
-
-def _num(v: float) -> float:
-    return round(v, 2) if abs(v) >= 1 else float(f"{v:.4g}")
 
 
 def _interval(entry: dict) -> tuple[float, float] | None:

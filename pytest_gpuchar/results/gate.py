@@ -93,7 +93,6 @@ class Bounds:
     n_boards: int
     n_runs: int
     modes: tuple[float, ...]
-    run_basis: str
     grid: bool = False          # read off a power-of-two sweep: one step (x2) is its resolution
 
     @property
@@ -132,7 +131,7 @@ def derive(fig: Figure, min_boards: int = MIN_BOARDS) -> Bounds | None:
     margin = round_up(max(need, floor(fig.unit, mean, exact)))
     return Bounds(fig.key, fig.unit, low, high, margin,
                   None if s_run is None else round_up(s_run), round_up(s_board), exact,
-                  len(values), fig.n_runs, tuple(fig.modes()), fig.run_basis, fig.grid)
+                  len(values), fig.n_runs, tuple(fig.modes()), fig.grid)
 
 
 def outward(low: float, high: float) -> tuple[float, float]:

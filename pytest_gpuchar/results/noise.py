@@ -11,8 +11,7 @@ turns into bounds.
   board (a move is the difference of two runs, so sigma = RMS(moves) / sqrt 2), pooled over the
   boards, then raised to its one-sided 90% upper confidence bound (a sum of n squared moves is
   sigma^2 x 2 x chi-square with n degrees of freedom): few moves give a wide bound, never a
-  narrow guess. With no move (single runs), half the median spread over launches stands in,
-  and the figure says so (`run_basis`).
+  narrow guess. With no move (single runs), half the median spread over launches stands in.
 - **Board-to-board sigma** (`Figure.sigma_board`): the standard deviation of the boards'
   values (each board the median of its runs).
 - **Exact** figures: every run of every board read the same value (integer cycles that
@@ -130,15 +129,6 @@ class Figure:
     def relative_moves(self) -> list[float]:
         return [abs(b - a) / abs(a) for vs in self.boards.values()
                 for a, b in zip(vs, vs[1:]) if a]
-
-    @property
-    def run_basis(self) -> str:
-        moves = self.moves()
-        if moves:
-            return f"{len(moves)} moves between runs of one board"
-        if self.spreads:
-            return "half the median spread over launches (no board ran twice)"
-        return "unknown (no board ran twice, no spread)"
 
     @property
     def grid(self) -> bool:

@@ -338,8 +338,6 @@ def _noise(path: Path, key: str, pair) -> tuple[float | None, float, bool]:
     read off a power-of-two sweep."""
     kn, node = pair
     fields = _fields(path, node, f"{key}.noise", NOISE_KEYS)
-    if "rel" in fields or "source" in fields:      # unreachable: NOISE_KEYS refuses them
-        raise _err(path, kn, f"{key}.noise", "the schema-1 form")
     out = []
     for name in ("run", "board"):
         if name not in fields:
