@@ -391,11 +391,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if saved is not None:
         gc.set_threshold(*saved)
     gc.freeze()
-    from .results import parsed_cache
-    from .session import NOT_TAKEN
-    st = config.stash.get(STATE, None)
-    if st is not None and st.previous_parsed_cache is not NOT_TAKEN:   # (--help: no session)
-        parsed_cache.use(st.previous_parsed_cache)
 
 
 def _record_history(st, exitstatus: int) -> None:

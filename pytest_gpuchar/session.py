@@ -26,7 +26,6 @@ from .results.durations import Durations
 from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
 
-NOT_TAKEN = object()
 
 
 @dataclass(eq=False)     # registered as a plugin: hashed by identity
@@ -57,8 +56,6 @@ class GpuCharSession:
     accept_fleet: str = "extend"   # --gpuchar-accept-fleet
     acceptance: Any = None         # results.accept.Acceptance of a --snapshot-update GPU run
     durations: Durations = field(default_factory=Durations)   # the topics' tests' seconds
-    # parsed_cache's directory before this session (NOT_TAKEN: the session never started)
-    previous_parsed_cache: Any = NOT_TAKEN
     not_measuring: str = ""   # why this process's GPU is not its own to measure (xdist)
     _device: Any = None
     _claim_refused: str | None = None   # gpuclaim's answer: None not asked, "" ours
@@ -219,9 +216,6 @@ class GpuCharSession:
         self.controller_of_workers = bool(getattr(session.config.option, "numprocesses",
                                                   None)) and not self.is_worker
         from .core import listings
-        from .results import parsed_cache
-        self.previous_parsed_cache = parsed_cache.use(listings.cache_dir(
-            self.config, parsed_cache.PYTEST_DIR))
         self.validate_expectations()
         self.builds.listings = listings.from_config(self.config)
         if getattr(self.config.option, "update_snapshots", False) and not self.is_worker \

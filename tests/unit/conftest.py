@@ -91,14 +91,12 @@ def listing_cache_dir(request, tmp_path_factory) -> str:
 @pytest.fixture(autouse=True)
 def _child_runs(monkeypatch, listing_cache_dir):
     """The pytest runs these tests start (pytester, the nightly command) share the session's
-    listing cache and parsed files (expectations, templates: results/parsed_cache.py) and run without Hypothesis's plugin: its end-of-run summary imports all of
+    listing cache and run without Hypothesis's plugin: its end-of-run summary imports all of
     Hypothesis, about a second per run on a 2-core machine, and no run started here uses it.
     (pytester clears PYTEST_ADDOPTS: its fixture below sets it again.) Their terminal is
     wide, so a summary line is matched whole (the gpuchar summary wraps at the terminal's
     width: test_plugin_faults.py checks it at 80 columns)."""
     monkeypatch.setenv("GPUCHAR_LISTING_CACHE", listing_cache_dir)
-    monkeypatch.setenv("GPUCHAR_PARSED_CACHE", str(Path(listing_cache_dir).parent
-                                                   / "gpuchar-parsed"))
     monkeypatch.setenv("COLUMNS", "400")
     monkeypatch.setenv("PYTEST_ADDOPTS", CHILD_ADDOPTS)
     for name in XDIST_ENV:          # under -n N: the runs started here are not workers

@@ -42,9 +42,7 @@ def static(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    from .. import parsed_cache
     env = jinja2.Environment(loader=jinja2.PackageLoader(PACKAGE, "templates"),
-                             bytecode_cache=parsed_cache.template_cache(),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True)
