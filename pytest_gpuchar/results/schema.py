@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..core import archs
-from ..core.topic import expectation_topics
+from ..core.topic_list import expectation_topics
 from .literature import Literature, LiteratureError, from_mapping
 
 SCHEMA_VERSION = 2          # 2: the contract form (noise {run, board}, modes, shared provenance)

@@ -13,7 +13,7 @@ import ast
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from ...core.topic import TOPICS
+from ...core.topic_list import TOPICS
 from .. import fleet
 from ..changes import is_snapshot_failure, sass_diff
 from ..judge import Result
