@@ -1,9 +1,11 @@
 """gpuchar-model-params: export what a gpuchar JSON report measured of one arch in the form a
 performance model or simulator reads: the Many-BSP parameters (seed 002, Table 1-8: launch
 overheads, bar.sync, issue cycle, memory latency, per-unit throughput) as YAML (the default),
-or the part of an Accel-Sim configuration the run determines (``--format accel-sim``: the
-gpgpusim.config options, ``accel-sim-trace``: the trace.config options of its SASS
-trace-driven mode; models/accelsim.py)."""
+or an Accel-Sim configuration (``--format accel-sim``: a whole gpgpusim.config, the shipped
+SM90_H100 base with the run's options substituted, models/accelsim_config.py;
+``accel-sim-fragment``: only the options the run determines, models/accelsim.py). Accel-Sim's
+SASS trace mode is not exported: the Accel-Sim the base belongs to (accel-sim-framework
+c4d00b5) has no Hopper opcode map and stops on sm_90 traces (docs/models.md)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..core import archs
-from ..models import accelsim
+from ..models import accelsim, accelsim_config
 from ..results import baselines
 from ..results.expectations import ExpectationError, Store
 from ..results.files import ResultsError, read_report
@@ -23,7 +25,7 @@ from ..topics.throughput.rows import SCHEDULERS_PER_SM
 __all__ = ["FORMATS", "FU_PREFIX", "MODEL_KEYS", "main", "model_parameters", "no_figure",
            "render", "declaration", "warnings"]
 
-FORMATS = ("yaml", "accel-sim", "accel-sim-trace")
+FORMATS = ("yaml", "accel-sim", "accel-sim-fragment")
 
 
 def model_parameters(report: dict, arch: str) -> dict:
@@ -50,7 +52,7 @@ def render(report: dict, arch: str, fmt: str = "yaml", expectations=None,
             params["superseded"] = notes
         return yaml.safe_dump(params, sort_keys=False, width=100)
     results, meta = report.get("results", []), report.get("meta", {})
-    make = accelsim.fragment if fmt == "accel-sim" else accelsim.trace_fragment
+    make = accelsim_config.whole if fmt == "accel-sim" else accelsim.fragment
     text = make(params, results, meta)
     if notes:
         head = ["# figures of the results file that today's expectation files contradict "
@@ -107,8 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--results", required=True, type=Path, help="gpuchar-results.json")
     ap.add_argument("--arch", required=True)
     ap.add_argument("--format", dest="fmt", choices=FORMATS, default="yaml",
-                    help="yaml: Many-BSP parameters (default); accel-sim: the gpgpusim.config "
-                         "fragment; accel-sim-trace: the trace.config fragment")
+                    help="yaml: Many-BSP parameters (default); accel-sim: a whole "
+                         "gpgpusim.config (SM90_H100 with the run's options substituted); "
+                         "accel-sim-fragment: only the options the run determines")
     ap.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
     ap.add_argument("--expectations", type=Path, default=None,
                     help="expectation files a figure is re-judged against (default: "
@@ -135,8 +138,6 @@ def main(argv: list[str] | None = None) -> int:
     except (ExpectationError, baselines.SidecarError) as e:
         print(f"gpuchar-model-params: {e}", file=sys.stderr)
         return 2
-    for n in warnings(report, exp, declared):
-        print(f"gpuchar-model-params: {args.results}: {n}", file=sys.stderr)
     text = render(report, arch, args.fmt, exp, declared)
     if args.output:
         try:
@@ -147,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text)
+    for n in warnings(report, exp, declared):   # after the export: an error stays one line
+        print(f"gpuchar-model-params: {args.results}: {n}", file=sys.stderr)
     return 0
 
 
