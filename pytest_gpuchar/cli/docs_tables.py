@@ -158,16 +158,16 @@ def _options(text: str) -> list[str]:
 
 
 def accel_sim_example(root: Path) -> str:
-    """The options gpuchar-model-params writes for the H100's night 2 (gpgpusim.config, then
-    trace.config), comments dropped: the package's writer, so a change of it shows here."""
+    """The options gpuchar-model-params substitutes into the base for the H100's night 2,
+    comments dropped: the package's writer, so a change of it shows here."""
     from .model_params import render
     run = NIGHTS[3]
     report = run.report(root)
-    return "\n".join(["```", *_options(render(report, "sm_90", "accel-sim")),
-                      "# trace.config", *_options(render(report, "sm_90", "accel-sim-trace")),
+    return "\n".join(["```", *_options(render(report, "sm_90", "accel-sim-fragment")),
                       "```", "", f"{run.label}: `{run.path}` ({_board(report)}); "
                       f"`gpuchar-model-params --results {run.path} --arch sm_90 --format "
-                      f"accel-sim` (and `accel-sim-trace`), comments omitted."])
+                      f"accel-sim-fragment`, comments omitted (`--format accel-sim` writes "
+                      f"them into the whole config)."])
 
 
 # --- docs/tensor.md ------------------------------------------------------------------------

@@ -93,6 +93,25 @@ def clocks(w, m, meta: dict) -> None:
     w.option("-gpgpu_clock_domains", f"{float(sm):.1f}:{float(sm):.1f}:{float(sm):.1f}:"
              f"{dram:.1f}", f"core, interconnect, L2 = {src} = {float(sm):g} MHz (the tuner's "
              f"convention: all three at the SM clock); {dram_note}")
+    _dram_timing(w, dram)
+
+
+def _dram_timing(w, dram: float) -> None:
+    """The base's DRAM timings were set for its DRAM clock (SM90_H100: 850 MHz, V100's HBM);
+    at another clock the same counts are shorter or longer in time. Scale the times with the
+    clock so that each keeps its nanoseconds (rules.DRAM_TIMES); the burst spacing is kept, so
+    the bandwidth follows the clock as the -gpgpu_clock_domains comment computes it."""
+    base_clk = float(rules.read_clock(rules.BASE["-gpgpu_clock_domains"])[3])
+    if dram == base_clk:
+        return
+    factor = dram / base_clk
+    text, changed = rules.scaled_dram_timing(rules.BASE["-gpgpu_dram_timing_opt"], factor)
+    ns = ", ".join(f"{k} {a}->{b}" for k, (a, b) in changed.items())
+    w.option("-gpgpu_dram_timing_opt", text,
+             f"{rules.BASE_NAME}'s timings for its {base_clk:g} MHz DRAM clock scaled by "
+             f"{dram:.1f} / {base_clk:g} = {factor:.3f}, so each keeps its nanoseconds "
+             f"({ns}; e.g. RCD {changed['RCD'][0] / base_clk * 1e3:.1f} ns); nbk, nbkgrp, CCD "
+             f"and CCDL kept (counts and burst spacing)")
 
 
 def _interval(detail: str) -> tuple[float, float] | None:
@@ -129,19 +148,31 @@ def _l1(w, m) -> None:
 
 
 def _l2(w, m) -> None:
+    """-gpgpu_cache:dl2 with the measured L2 capacity: the base's banks (memory sub-partitions),
+    sets and line, and the whole number of ways nearest the measured capacity (the staircase
+    gives a capacity, not sets and ways: the ways are the one free factor)."""
     r = m.by_key.get("memory.capacity.l2")
-    span = _interval(r.get("detail", "")) if r else None
-    if not span:
+    if not r:
         return
-    sets, line, ways = _geometry(rules.BASE["-gpgpu_cache:dl2"])
+    cap = float(r["value"])
+    span = _interval(r.get("detail", ""))
+    base = rules.BASE["-gpgpu_cache:dl2"]
+    sets, line, ways = _geometry(base)
     banks = int(rules.BASE["-gpgpu_n_mem"]) * int(rules.BASE["-gpgpu_n_sub_partition_per_mchannel"])
-    total = banks * sets * line * ways
-    where = ("inside" if span[0] <= total < span[1] else
-             f"{(span[0] - total) / span[0] * 100:.1f}% below" if total < span[0] else "above")
-    w.omit("-gpgpu_cache:dl2", f"{rules.BASE_NAME}'s {banks} L2 banks x {sets} sets x {line} B x "
-           f"{ways} ways = {total} B ({total / 2 ** 20:g} MiB) lies {where} the measured "
-           f"[{span[0] / 2 ** 20:.1f}, {span[1] / 2 ** 20:.1f}) MiB; the staircase gives a "
-           f"capacity interval, not sets and ways")
+    per_way = banks * sets * line
+    new = max(1, int(cap / per_way + 0.5))
+    total = new * per_way
+    head, rest = base.split(",", 1)
+    kind = head.split(":")[0]
+    where = "" if not span else (
+        f"; the run's bracket [{span[0] / 2 ** 20:.1f}, {span[1] / 2 ** 20:.1f}) MiB "
+        + ("holds it" if span[0] <= total < span[1] else "does not hold it (ways are whole)"))
+    src = f", {r['source']}" if r.get("superseded") else ""
+    w.option("-gpgpu_cache:dl2", f"{kind}:{sets}:{line}:{new},{rest}",
+             f"memory.capacity.l2 = {cap:.0f} B ({cap / 2 ** 20:.2f} MiB{src}): {banks} banks "
+             f"x {sets} sets x {line} B x {new} ways = {total} B ({total / 2 ** 20:.2f} MiB), "
+             f"the nearest whole number of ways{where}; {rules.BASE_NAME}'s {ways} ways = "
+             f"{ways * per_way / 2 ** 20:g} MiB")
 
 
 def caches(w, m) -> None:

@@ -65,6 +65,10 @@ ARITY = {**{latency_option(c): len(s) for c, s in SLOTS.items()},
          **{trace_option(u): 2 for u in TRACE_UNITS},
          "-gpgpu_clock_domains": 4}
 
+#: options whose value is one string gpgpu-sim takes apart itself (cache geometry, DRAM
+#: timing), not a list of numbers: checked as read back whole (tools/accel-sim/check_config.py)
+STRINGS = ("-gpgpu_cache:dl2", "-gpgpu_dram_timing_opt")
+
 #: SM90_H100's values of the options the fragments write (BASE_SOURCE)
 BASE = {
     "-gpgpu_n_clusters": "132", "-gpgpu_num_sched_per_core": "4",
@@ -79,6 +83,8 @@ BASE = {
     "-gpgpu_cache:dl1": "S:4:128:64,L:T:m:L:L,A:512:8,16:0,32",
     "-gpgpu_cache:dl2": "S:64:128:40,L:B:m:L:P,A:192:4,32:0,32",
     "-gpgpu_n_sub_partition_per_mchannel": "2",
+    "-gpgpu_dram_timing_opt": "nbk=16:CCD=1:RRD=3:RCD=12:RAS=28:RP=12:RC=40:CL=12:WL=2:CDLR=3:"
+                              "WR=10:nbkgrp=4:CCDL=2:RTPL=3",
     "-ptx_opcode_latency_int": "4,13,4,5,145,21", "-ptx_opcode_initiation_int": "2,2,2,2,8,4",
     "-ptx_opcode_latency_fp": "4,13,4,5,39", "-ptx_opcode_initiation_fp": "2,2,2,2,4",
     "-ptx_opcode_latency_dp": "8,19,8,8,330", "-ptx_opcode_initiation_dp": "4,4,4,4,130",
@@ -234,6 +240,27 @@ def trace_stages(opts: dict[str, str]) -> list[Stage]:
         u = TRACE_UNIT_OF[unit]
         out.append(Stage("trace", f"trace {unit}", u, lat, ii, depth[u]))
     return out
+
+
+#: fields of -gpgpu_dram_timing_opt (dram.cc) that are times in DRAM clocks, scaled with the
+#: DRAM clock so that they keep their nanoseconds; the others are counts (nbk, nbkgrp) or the
+#: column-to-column spacing of bursts (CCD, CCDL), which sets the bytes per DRAM clock that the
+#: clock itself scales
+DRAM_TIMES = ("RRD", "RCD", "RAS", "RP", "RC", "CL", "WL", "CDLR", "WR", "RTPL")
+
+
+def scaled_dram_timing(text: str, factor: float) -> tuple[str, dict[str, tuple[int, int]]]:
+    """-gpgpu_dram_timing_opt with its DRAM_TIMES multiplied by `factor` (rounded half up, at
+    least 1); returns the string and field -> (old, new) of the changed fields."""
+    fields, changed = [], {}
+    for item in "".join(text.split()).strip('"').split(":"):
+        name, _, val = item.partition("=")
+        if name in DRAM_TIMES:
+            new = max(1, int(float(val) * factor + 0.5))
+            changed[name] = (int(val), new)
+            val = str(new)
+        fields.append(f"{name}={val}")
+    return ":".join(fields), changed
 
 
 def dram_bytes_per_clock(opts: dict[str, str]) -> float:

@@ -5,7 +5,8 @@ Per kernel (static, any machine): the kernel assembles for the arch, its timed r
 kernel as its PTX says (memory operations, barriers, FMAs, loops; nothing outside), and the SASS
 matches this compiler's snapshot. Per kernel and problem size (on a GPU of the arch): the
 whole-kernel cycles measured, the cycles the model predicts from the kernel's PTX and this
-device's measured parameters, and the error (eq. 27), beside the report's 3.4-12.3%.
+device's measured parameters, and the error (eq. 27), beside the report's 3.4-12.3%: beyond twice the
+report's error for the kernel an expected failure with the model's miss named.
 """
 from __future__ import annotations
 
@@ -28,5 +29,11 @@ def test_bsp_kernel_sass(arch, app, static_check):
 @pytest.mark.hardware
 @pytest.mark.parametrize("size", SIZES)
 def test_bsp_prediction(arch, size, gpu, gpuchar, hardware_row):
-    """Measured against predicted whole-kernel cycles (the prediction table's row)."""
-    hardware_row(run.prediction(gpuchar, size, arch))
+    """Measured against predicted whole-kernel cycles (the prediction table's row); an error
+    beyond twice the seed report's for the kernel is the model's miss: recorded with its
+    cause, an expected failure (never a pass)."""
+    measured = run.prediction(gpuchar, size, arch)
+    hardware_row(measured)
+    miss = run.expected_failure(measured)
+    if miss:
+        pytest.xfail(miss)

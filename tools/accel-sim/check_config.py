@@ -154,11 +154,21 @@ def parse(exe: Path, files: list[Path], report: list[str]) -> Run:
     return run
 
 
-def fragments(results: Path, arch: str) -> tuple[str, str]:
-    from pytest_gpuchar.cli.model_params import render
+def fragments(results: Path, arch: str) -> tuple[str, str, str]:
+    """The gpgpusim.config fragment, the trace.config fragment (the library's writer: the CLI
+    no longer exports trace mode) and the whole config gpuchar-model-params writes for
+    `results`, the expectation files and a superseded.yaml beside it applied as the CLI
+    applies them."""
+    from pytest_gpuchar.cli.model_params import declaration, model_parameters, render
+    from pytest_gpuchar.models import accelsim
+    from pytest_gpuchar.results.expectations import Store
     from pytest_gpuchar.results.files import read_report
     report = read_report(results)
-    return render(report, arch, "accel-sim"), render(report, arch, "accel-sim-trace")
+    exp, declared = Store(ROOT / "expectations").load(arch), declaration(results)
+    whole = render(report, arch, "accel-sim", exp, declared)
+    trace = accelsim.trace_fragment(model_parameters(report, arch), report.get("results", []),
+                                    report.get("meta", {}))
+    return render(report, arch, "accel-sim-fragment", exp, declared), trace, whole
 
 
 def verdict(run: Run, written: dict[str, str]) -> list[str]:
@@ -215,7 +225,9 @@ def summary(run: Run, written: dict[str, str], title: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--results", type=Path, default=DEFAULT_RESULTS)
+    ap.add_argument("--results", type=Path, default=DEFAULT_RESULTS,
+                    help="results file whose fragments (merged after SM90_H100) and whole "
+                         "config (alone) are parsed")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--gpgpusim", help="gpgpu-sim_distribution clone or git dir "
                     "(default $GPGPUSIM_SRC, then tools/accel-sim/.src/gpgpu-sim_distribution)")
@@ -253,7 +265,7 @@ def check(args) -> dict:
     base = args.build / "SM90_H100.gpgpusim.config"
     base.write_text(g.read(GPGPUSIM_CONFIG))
     files = [base]
-    frag_g, frag_t = fragments(args.results, args.arch)
+    frag_g, frag_t, whole_text = fragments(args.results, args.arch)
     if args.fragment:
         frag_g = args.fragment.read_text()
     fg = args.build / "fragment.gpgpusim.config"
@@ -272,13 +284,20 @@ def check(args) -> dict:
                    | ({rules.trace_option(u) for u in rules.TRACE_UNITS} if a else set()))
     before, after = parse(exe, files, names), parse(exe, merged, names)
     problems = verdict(after, written)
+    wf = args.build / "whole.gpgpusim.config"
+    wf.write_text(whole_text)
+    whole_written = rules.options(whole_text)
+    alone = parse(exe, [wf], sorted(set(names) | set(whole_written)))
+    problems += [f"whole config alone: {p}" for p in verdict(alone, whole_written)]
     head = (f"gpgpu-sim {g.path} ({g.revision()})"
             + (f"; accel-sim {a.path} ({a.revision()})" if a else "; no accel-sim source: "
                "trace.config not checked"))
     text = "\n\n".join([head, summary(before, {}, "SM90_H100 alone"),
                         summary(after, written, "SM90_H100 + fragment(s)"),
+                        summary(alone, whole_written, "whole config alone (no base)"),
                         "problems:\n" + ("\n".join(f"  {p}" for p in problems) or "  none")])
     return {"source": head, "before": before.read, "after": after.read, "written": written,
+            "alone": alone.read, "whole_written": whole_written, "alone_status": alone.status,
             "problems": problems, "text": text, "status": after.status,
             "stderr": after.stderr}
 

@@ -20,7 +20,8 @@ from ...core.runner import WHOLE_GPU, Bounds, Launch, Plan, Runner
 from ...core import topic
 from ...core.topic import Checked, Context
 from ...results import tolerances
-from ...results.judge import Measured, Measurement
+from ...models.manybsp import terms as mb_terms
+from ...results.judge import Measured, Measurement, Result, Status
 from . import analysis, kernels, model, params
 from .kernels import REC_WORDS, KernelProbe
 from .rows import MU, MU_SOURCE, PYRAMID, App, Size
@@ -269,6 +270,25 @@ def prediction(session: Context, size: Size, arch: str) -> Measured:
             "divisor_used": min(m.device.mu, (1 + m.prediction.rho) / 2),
             "divisor_needed": _finite(analysis.divisor(m.prediction, m.device, m.launch, got)),
             "tolerance": tol("predicted_cycles")}
+    # the error carries the measured cycles' scatter over the launches: d|p - m| / m =
+    # (p / m) dm / m (KNN 42764: 39 of 870 cycles moves the error by 0.076)
+    error = Measurement.of_value(
+        f"{key}.error", analysis.error_ratio(got, pred), "ratio",
+        spread=pred / got * (run.cycles.spread or 0.0) / got if got else None,
+        unstable=unstable, method=METHOD_ERROR,
+        data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
+              "signed": round((pred - got) / got, 4) if got else None,
+              "error_l2_resident": round(analysis.error_ratio(got, l2.prediction.cycles), 4),
+              "tolerance": error_tolerance(pred, got)})
+    # the model judged as a model: an error far beyond the seed's for the kernel is recorded
+    # (status info, with the reason) and the test is an expected failure, never a pass
+    why = "" if unstable else analysis.model_miss(
+        size.app.value, error.value, mb_terms(m.device, m.launch, m.prediction), pred, got)
+    notes = []
+    if why:
+        error.data["model_miss"] = why
+        notes.append(Result(error.key, arch, Status.INFO, error.value, "ratio", error.spread,
+                            method=error.method, detail=why, data=error.data))
     return Measured(
         Measurement.of_value(f"{key}.measured_cycles", got, "cycles", spread=run.cycles.spread,
                              unstable=unstable,
@@ -278,15 +298,10 @@ def prediction(session: Context, size: Size, arch: str) -> Measured:
         Measurement.of_value(f"{key}.predicted_cycles", pred, "cycles", spread=None,
                              method=METHOD_PREDICTION.format(source="; ".join(sources), mu=MU,
                                                              mu_source=MU_SOURCE), data=data),
-        # the error carries the measured cycles' scatter over the launches: d|p - m| / m =
-        # (p / m) dm / m (KNN 42764: 39 of 870 cycles moves the error by 0.076)
-        Measurement.of_value(f"{key}.error", analysis.error_ratio(got, pred), "ratio",
-                             spread=pred / got * (run.cycles.spread or 0.0) / got if got else None,
-                             unstable=unstable,
-                             method=METHOD_ERROR,
-                             data={"error_percent": round(100 * analysis.error_ratio(got, pred), 2),
-                                   "signed": round((pred - got) / got, 4) if got else None,
-                                   "error_l2_resident": round(analysis.error_ratio(
-                                       got, l2.prediction.cycles), 4),
-                                   "tolerance": error_tolerance(pred, got)}),
-        sass=run.sass, checks=run.checks)
+        *([] if why else [error]), sass=run.sass, checks=run.checks, notes=notes)
+
+
+def expected_failure(measured: Measured) -> str:
+    """Why a prediction row is an expected failure ("" when it is not): the model's miss,
+    recorded among its notes."""
+    return next((n.detail for n in measured.notes if n.data.get("model_miss")), "")

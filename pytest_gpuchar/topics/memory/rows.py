@@ -215,6 +215,8 @@ class Capacity(str, Enum):
     L1 = "l1"
     L2 = "l2"
     L2_NEAR_FAR = "l2_near_far"
+    # the L2 by a sequential walk, not a random chase (sequential.py; issue 42 item 4)
+    L2_SEQUENTIAL = "l2_sequential"
 
 
 CAPACITY_ROWS = tuple(Capacity)

@@ -13,7 +13,7 @@ from ...core.runner import Bounds
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
-from . import chase, kernels, plots
+from . import chase, kernels, plots, sequential
 from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fill_model_error,
                        fill_spread,
                        human_bytes, knees, level_layout, plateaus, without_rising_edge)
@@ -221,6 +221,8 @@ def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
         return _l1(session, found[CacheKnee.L1], g, data)
     if row == Capacity.L2:
         return _l2(session, found, g, data, arch)
+    if row == Capacity.L2_SEQUENTIAL:
+        return _l2_sequential(session, found.get(CacheKnee.L2))
     return _near_far(session, sw, ps, found[CacheKnee.L2_NEAR], g, data)
 
 
@@ -273,6 +275,36 @@ def _l2(session: Context, found: dict, g, data: dict, arch: str) -> Measured:
     fig.data["driver_l2_bytes"] = driver
     fig.data["ratio_to_driver"] = round(b.lo / driver, 4) if driver else None
     return Measured(fig, checks=checks, notes=[_driver_note(found, driver, arch)])
+
+
+def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured:
+    """The L2 capacity by a forward walk (sequential.py), beside the random chase's."""
+    def measure(f: int) -> tuple[float, float]:
+        return _once(session, ("sequential", f), lambda: sequential.point(session, f))
+    sw = _once(session, ("sequential_sweep",), lambda: sequential.sweep(session, measure))
+    b = _once(session, ("sequential_knee",), lambda: sequential.knee(
+        sw.footprints, sw.latency, lambda f: measure(f)[0]))
+    if isinstance(b, str):
+        return Measured(checks=[f"the sequential L2 knee: {b}: {sw.as_data()}"])
+    driver = int(session.gpu.dev.l2_bytes or 0)
+    beside = (f"; the random chase's [{human_bytes(chased.lo)}, {human_bytes(chased.hi)})"
+              if isinstance(chased, Bisection) else "; no random-chase figure this run")
+    detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
+              f"wide, {len(b.steps)} bisection steps); L2 plateau {b.plateau:.0f} cycles, on "
+              f"the level <= {b.limit:.0f}, device memory {b.above:.0f}" + beside
+              + (f"; driver l2CacheSize {human_bytes(driver)}: {b.lo / driver:.3f} x"
+                 if driver else ""))
+    data = {"sweep": sw.as_data(), "bisection": b.as_data(), "driver_l2_bytes": driver,
+            "random_chase": ({"lo": chased.lo, "hi": chased.hi}
+                             if isinstance(chased, Bisection) else None),
+            "tolerance": tolerances.of("memory", "capacity")}
+    checks = []
+    if driver and b.lo > driver * (1 + KNEE_REL):
+        checks.append(f"sequential L2 knee at {b.lo} B exceeds the driver's l2CacheSize "
+                      f"{driver} B by more than {KNEE_REL:.0%}")
+    return Measured(Measurement.of_value(
+        "memory.capacity.l2_sequential", float(b.lo), "bytes", spread=float(b.hi - b.lo),
+        method=sequential.method(), detail=detail, data=data), checks=checks)
 
 
 def _driver_note(found: dict, driver: int, arch: str) -> Result:

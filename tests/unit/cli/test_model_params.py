@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from pytest_gpuchar.cli import model_params
-from pytest_gpuchar.models import accelsim
+from pytest_gpuchar.models import accelsim, accelsim_config
 
 H100 = Path(__file__).resolve().parents[3] / "results/sm_90/nvidia-h100-80gb-hbm3"
 OPTION = re.compile(r"^(-[\w:]+)\s+(\S+)", re.M)
@@ -53,24 +53,34 @@ def test_default_format_is_the_many_bsp_yaml(results_file, tmp_path):
                        tmp_path, "q.yaml")
 
 
-@pytest.mark.parametrize("fmt, make", [("accel-sim", accelsim.fragment),
-                                       ("accel-sim-trace", accelsim.trace_fragment)])
-def test_accel_sim_formats_write_the_fragments(results_file, tmp_path, fmt, make):
+@pytest.mark.parametrize("fmt, make", [("accel-sim", accelsim_config.whole),
+                                       ("accel-sim-fragment", accelsim.fragment)])
+def test_accel_sim_formats_write_the_config_and_the_fragment(results_file, tmp_path, fmt,
+                                                             make):
     text = run(["--results", str(results_file), "--arch", "90", "--format", fmt], tmp_path,
                f"{fmt}.config")
     params = model_params.model_parameters(REPORT, "sm_90")
     assert text == make(params, REPORT["results"], REPORT["meta"])
     names = dict(OPTION.findall(text))
-    prefix = "-trace_" if fmt == "accel-sim-trace" else ("-gpgpu_", "-dram_", "-ptx_")
-    assert names and all(n.startswith(prefix) for n in names)
+    assert names and all(n.startswith(("-gpgpu_", "-dram_", "-ptx_")) for n in names
+                         ) == (fmt == "accel-sim-fragment")
+
+
+def test_trace_mode_is_not_exported(results_file):
+    """Accel-Sim's SASS trace mode is dropped from the export (no Hopper opcode map in the
+    Accel-Sim the base belongs to): asking for it is a usage error listing the formats."""
+    with pytest.raises(SystemExit) as e:
+        model_params.main(["--results", str(results_file), "--arch", "sm_90", "--format",
+                           "accel-sim-trace"])
+    assert e.value.code == 2 and "accel-sim-trace" not in model_params.FORMATS
 
 
 def test_accel_sim_fragment_of_the_committed_h100_run(tmp_path):
     """The H100 night committed under results/ (gzip-compressed, as the nightly keeps it):
     the CLI writes the fragment committed beside it."""
     src = H100 / "gpuchar-results.json.gz"
-    text = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim"], tmp_path,
-               "h100.config")
+    text = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim-fragment"],
+               tmp_path, "h100.config")
     got = dict(OPTION.findall(text))
     fig = {r["key"]: r["value"] for r in json.loads(gzip.decompress(src.read_bytes()))["results"]
            if r["arch"] == "sm_90"}
@@ -78,10 +88,10 @@ def test_accel_sim_fragment_of_the_committed_h100_run(tmp_path):
     dram = round(fig["memory.latency.dram_cv"] - fig["memory.latency.l2_hit"])
     assert got["-gpgpu_n_clusters"] == "132" and got["-dram_latency"] == str(dram)
     assert got["-ptx_opcode_latency_fp"] == "4,4,4,4,57"
-    assert got == dict(OPTION.findall((H100 / "accel-sim.config").read_text()))
-    trace = dict(OPTION.findall(run(["--results", str(src), "--arch", "sm_90", "--format",
-                                     "accel-sim-trace"], tmp_path, "trace.config")))
-    assert trace["-trace_opcode_latency_initiation_tensor"] == "24,6"
+    whole = run(["--results", str(src), "--arch", "sm_90", "--format", "accel-sim"], tmp_path,
+                "whole.config")
+    assert whole == (H100 / "accel-sim.config").read_text()
+    assert {k: v for k, v in OPTION.findall(whole) if k in got} == got
 
 
 def test_stdout_and_bad_format(results_file, capsys):

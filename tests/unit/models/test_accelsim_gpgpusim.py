@@ -70,3 +70,37 @@ def test_every_class_enters_its_pipeline_inside_it(parsed):
     assert {k: ours[k] for k in theirs} == theirs
     assert {m for m, _ in theirs} <= {"ptx", "trace"} and ("ptx", "int SHFL") in theirs
     assert after["pipelines"] == rules.pipelines(opts)
+
+
+H200 = ROOT / "results/sm_90/nvidia-h200/gpuchar-results.json.gz"
+
+
+@pytest.fixture(scope="module")
+def parsed_h200(tmp_path_factory):
+    cc = _harness()
+    if cc.compiler() is None:
+        pytest.skip("no C++ compiler (g++ / c++ or $CXX) to build gpgpu-sim's option parser")
+    if cc.find_source(None, "GPGPUSIM_SRC", "gpgpu-sim_distribution") is None:
+        pytest.skip("no gpgpu-sim source: set GPGPUSIM_SRC to a clone (or git directory) of "
+                    "accel-sim/gpgpu-sim_distribution, or run tools/accel-sim/fetch_source.sh "
+                    "(needs github.com)")
+    args = SimpleNamespace(results=H200, arch="sm_90", gpgpusim=None, accelsim=None,
+                           ref=cc.REF, fragment=None,
+                           build=tmp_path_factory.mktemp("accel-sim-h200"), json=None)
+    return cc.check(args)
+
+
+def test_the_whole_h200_config_parses_alone_with_the_measured_l2(parsed_h200):
+    """gpgpu-sim's parser reads the H200 config as the only -config file: every option as
+    written, every class inside its pipeline, and the L2 it reads (memory sub-partitions x
+    sets x line x ways) lies in the run's bisection bracket of memory.capacity.l2."""
+    assert parsed_h200["alone_status"] == 0
+    assert parsed_h200["problems"] == []
+    got = parsed_h200["alone"]["options"]
+    assert all(st["inside"] for st in parsed_h200["alone"]["stages"])
+    sets, line, ways = (int(x) for x in got["-gpgpu_cache:dl2"].split(",")[0].split(":")[1:])
+    l2 = int(got["-gpgpu_n_mem"]) * int(got["-gpgpu_n_sub_partition_per_mchannel"]) \
+        * sets * line * ways
+    assert 57.0 * 2**20 <= l2 < 58.7 * 2**20            # the run: [57 MiB, 58.7 MiB)
+    assert got["-gpgpu_clock_domains"].endswith(":3750.0")
+    assert "RCD=53" in got["-gpgpu_dram_timing_opt"]      # 12 x 3750 / 850, rounded

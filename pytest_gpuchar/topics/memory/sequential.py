@@ -1,0 +1,111 @@
+"""The L2 capacity by a second method that does not rest on a random chase (issue 42 item 4):
+a **sequential** walk, pointer i -> i + 1 one per 128 B line over the footprint (the fill
+sweep's chains.sequential_layout), timed by the same SASS-verified ld.global.ca chase kernel
+as the staircase (the footprint and its order are data), over the sweep's footprints from just
+past the near L2 partition to the device-memory plateau, and bisected by the staircase's own
+rule (capacity.py: the largest footprint whose latency is at most KNEE_REL above the lower
+plateau) to KNEE_RESOLUTION.
+
+Why it is a second opinion: the random single cycle visits the lines in an order no cache or
+prefetcher can follow; a forward walk visits them in address order, so each L2 set receives
+its lines in turn and, whatever the replacement policy, a footprint the L2 holds stays held
+(no set takes more of the walk's lines than another). Where the random chase loses lines to
+set conflicts or to a replacement that is not LRU before the cache is full, this walk's knee
+lies higher; where both read one knee, the capacity is the cache's. Its device-memory plateau
+may lie lower than the random chase's (DRAM row-buffer hits of a forward walk); the rule reads
+the knee against the lower plateau only.
+
+The pure part (``knee``) is unit-tested; ``point`` and ``measure`` launch through chase.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.fit import fit
+from ...core.topic import Context
+from . import chase, kernels
+from .analysis import human_bytes, plateaus, without_rising_edge
+from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket
+from .chains import sequential_layout
+from .rows import LINE, STAIRCASE_REPEATS, ChaseKind, Warm
+
+# the sweep's span, as fractions of the driver's L2 size: from past the near partition (half
+# the L2; one SM reads the near half at another latency, a knee this method does not look for)
+# to the device-memory plateau
+SPAN = (0.55, 2.6)
+
+METHOD = ("knee of a sequential walk (pointer i -> i + 1, one per {line} B line over the "
+          "footprint, address order; the staircase's ld.global.ca chase kernel, slope over "
+          "the same chain lengths, median of {reps} launches over the staircase's places of "
+          "the buffer, the staircase's warm-up policy) at the staircase's "
+          "footprints from {lo:.2f} to {hi:.1f} x the driver's L2, bisected (geometric "
+          "mid-points, the same walk) to within {res:.0%}: the largest footprint whose latency "
+          "is at most {rel:.0%} above the far-L2 plateau; not a random chase")
+
+
+def footprints(grid: list[int], l2_bytes: int) -> list[int]:
+    """The staircase grid's footprints inside SPAN x the L2."""
+    lo, hi = SPAN[0] * l2_bytes, SPAN[1] * l2_bytes
+    return [f for f in grid if lo <= f <= hi]
+
+
+@dataclass
+class WalkSweep:
+    footprints: list[int]
+    latency: list[float]
+    spread: list[float]
+
+    def as_data(self) -> dict:
+        return {"footprint_bytes": self.footprints,
+                "latency_cycles": [round(v, 2) for v in self.latency],
+                "spread_cycles": [round(v, 2) for v in self.spread]}
+
+
+def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL,
+         resolution: float = KNEE_RESOLUTION) -> Bisection | str:
+    """The L2 knee of a sequential sweep: between its first plateau (the L2 as one SM's walk
+    sees it past the near partition, its partial-miss edge cut) and its last (device memory),
+    bracketed on the grid and bisected with `measure(footprint) -> cycles`; or why not."""
+    ps = plateaus(fps, latency)
+    if len(ps) < 2:
+        return (f"the sequential sweep shows {len(ps)} latency plateau(s) "
+                f"({[round(v) for v in latency]} cycles at {[human_bytes(f) for f in fps]})")
+    below = without_rising_edge(ps[0], fps, latency)
+    above = ps[-1]
+    br = grid_bracket(fps, latency, below, above, rel)
+    if br is None:
+        return (f"device memory ({above.latency:.0f} cycles) is within {rel:.0%} of the L2 "
+                f"plateau ({below.latency:.0f}) for a forward walk, or no point is on it")
+    i, j = br
+    return bisect(CacheKnee.L2, fps[i], fps[j], measure, below.latency, above.latency,
+                  rel=rel, resolution=resolution, line=LINE)
+
+
+def point(session: Context, f: int, repeats: int = STAIRCASE_REPEATS) -> tuple[float, float]:
+    """(latency, spread) of the forward walk over `f` bytes: the staircase's chase kernel,
+    places and warm-up policy (Geometry.sweep_warm: walked once in the first launch up to
+    1.25 x the L2, beyond it no warm-up and the L2 flushed after the upload)."""
+    geo = chase.geometry_of(session)
+    probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
+    lay = sequential_layout(f // LINE, LINE)
+    warm = geo.sweep_warm(f)
+    offsets = chase.staircase_places(f, geo.l2_bytes, chase.buffer(session).nbytes) \
+        if warm == Warm.FIRST else [0]
+    per_place = -(-repeats // len(offsets))
+    run = chase.pooled([chase.chase(session, probe, lay, repeats=per_place, warm=warm,
+                                    offset=o) for o in offsets])
+    fitted = fit(run.cycles, run.ops)
+    return fitted.value, fitted.spread
+
+
+def sweep(session: Context, measure) -> WalkSweep:
+    """The sequential walk at the staircase grid's footprints inside SPAN."""
+    geo = chase.geometry_of(session)
+    fps = footprints(geo.sweep(), geo.l2_bytes)
+    pts = [measure(f) for f in fps]
+    return WalkSweep(fps, [p[0] for p in pts], [p[1] for p in pts])
+
+
+def method() -> str:
+    return METHOD.format(line=LINE, reps=STAIRCASE_REPEATS, lo=SPAN[0], hi=SPAN[1],
+                         res=KNEE_RESOLUTION, rel=KNEE_REL)

@@ -1,0 +1,57 @@
+"""The second L2-capacity method (topics/memory/sequential.py): the sweep's span on the
+staircase grid, and the knee read from a forward walk's latencies by the staircase's own rule
+(the bisection calls back for more points: here a step function whose knee is known)."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_gpuchar.topics.memory import sequential
+from pytest_gpuchar.topics.memory.analysis import Geometry
+from pytest_gpuchar.topics.memory.capacity import KNEE_RESOLUTION, Bisection
+from pytest_gpuchar.topics.memory.chains import sequential_layout
+from pytest_gpuchar.topics.memory.rows import LINE
+
+MiB = 2 ** 20
+L2 = 60 * MiB            # the H200's driver l2CacheSize
+
+
+def walk(capacity: int, l2=520.0, dram=610.0):
+    """A forward walk's latency: the L2 plateau up to `capacity`, device memory beyond (a
+    forward walk's DRAM level is lower than a random chase's: row-buffer hits)."""
+    return lambda f: l2 if f <= capacity else dram
+
+
+def test_the_span_runs_from_past_the_near_partition_to_device_memory():
+    grid = Geometry(l1_bytes=256 * 1024, l2_bytes=L2, free_bytes=100 * 2**30).sweep()
+    fps = sequential.footprints(grid, L2)
+    assert fps and min(fps) >= 0.55 * L2 and max(fps) <= 2.6 * L2
+    assert any(f < L2 for f in fps) and sum(f > 1.25 * L2 for f in fps) >= 2
+    assert set(fps) <= set(grid)
+
+
+@pytest.mark.parametrize("capacity", [57 * MiB, 60 * MiB, int(58.3 * MiB)])
+def test_the_knee_is_bisected_to_the_resolution_around_the_capacity(capacity):
+    grid = Geometry(l1_bytes=256 * 1024, l2_bytes=L2, free_bytes=100 * 2**30).sweep()
+    fps = sequential.footprints(grid, L2)
+    measure = walk(capacity)
+    calls = []
+    b = sequential.knee(fps, [measure(f) for f in fps],
+                        lambda f: calls.append(f) or measure(f))
+    assert isinstance(b, Bisection)
+    assert b.lo <= capacity < b.hi and b.resolution <= KNEE_RESOLUTION
+    assert calls and all(f % LINE == 0 for f in calls)
+    assert b.plateau == 520.0 and b.above == 610.0
+
+
+def test_no_knee_when_device_memory_reads_as_the_l2():
+    fps = [40 * MiB, 50 * MiB, 64 * MiB, 80 * MiB]
+    why = sequential.knee(fps, [520, 521, 530, 531], walk(60 * MiB))
+    assert isinstance(why, str) and "sequential sweep shows 1 latency plateau" in why
+    why = sequential.knee(fps, [520, 521, 540, 541], walk(60 * MiB), rel=0.05)
+    assert isinstance(why, str)
+
+
+def test_the_walk_is_a_forward_single_cycle_one_pointer_a_line():
+    lay = sequential_layout(1000, LINE)
+    assert lay.walk(0, 1) == 1 and lay.walk(999, 1) == 0
+    assert "not a random chase" in sequential.method()
