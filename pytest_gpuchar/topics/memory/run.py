@@ -19,8 +19,9 @@ from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fi
                        human_bytes, knees, level_layout, plateaus, without_rising_edge)
 from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find, levels
 from .chase import Curve
-from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
+from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, LEVELS,
+                   STAIRCASE_PLACES, STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind,
+                   LevelRow, Warm)
 
 
 METHOD_CHAIN = ("pointer chase, 1 thread: slope of %clock64 cycles over {lengths} dependent "
@@ -84,6 +85,9 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
     g = chase.geometry_of(session)
+    for other in LEVELS:     # every row's chain built on the host while the GPU chases
+        session.runs.ahead(("memory", "layout", other.footprint.value),
+                           lambda other=other: level_layout(other, g))
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
