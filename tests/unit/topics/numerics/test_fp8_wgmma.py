@@ -208,3 +208,12 @@ def test_the_cpu_models_start_once_the_bits_are_known_and_are_taken_by_k_growth(
         ["14-bit truncated accumulation", "f32 accumulation"], ["measured"]]
     assert set(m.figures[0].data["models"]) == {"f32 accumulation",
                                                 "14-bit truncated accumulation"}
+
+
+def test_a_k_case_is_made_once_and_read_only():
+    a = q.k_case("e5m2", 32, 2)
+    assert q.k_case("e5m2", 32, 2) is a
+    A, B, ref = a
+    assert not (A.flags.writeable or B.flags.writeable or ref.flags.writeable)
+    A2, B2 = q.k_inputs("e5m2", 32, 2)
+    assert np.array_equal(A, A2) and np.array_equal(ref, q.exact_product(A2, B2))
