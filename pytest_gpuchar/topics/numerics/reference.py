@@ -83,11 +83,11 @@ def round_tf32(x) -> np.ndarray:
     away from zero (add half an ulp to the magnitude bits, clear the 13 low bits). Overflow
     past the largest finite value gives infinity; NaN stays NaN (a quiet NaN, low bits clear)."""
     f = np.asarray(x, dtype=np.float32)
-    bits = f.view(np.uint32).astype(np.uint64)
-    mag = bits & 0x7FFFFFFF
-    sign = bits & 0x80000000
-    rounded = ((mag + 0x1000) & 0xFFFFE000) | sign
-    out = np.where(np.isnan(f), np.uint64(TF32_NAN) | sign, rounded).astype(np.uint32)
+    bits = f.view(np.uint32)          # u32 arithmetic: mag + 0x1000 stays below 2^32
+    mag = bits & np.uint32(0x7FFFFFFF)
+    sign = bits & np.uint32(0x80000000)
+    rounded = ((mag + np.uint32(0x1000)) & np.uint32(0xFFFFE000)) | sign
+    out = np.where(np.isnan(f), np.uint32(TF32_NAN) | sign, rounded).astype(np.uint32)
     return out.view(np.float32)
 
 
