@@ -263,7 +263,7 @@ def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
     same compiled, SASS-verified kernels."""
     geo = geometry_of(session)
     probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
-    lay = session.runs.take(_layout_key(f), lambda: stair_layout(f))
+    lay = session.runs.take(layout_key(f), lambda: stair_layout(f))
     w = geo.sweep_warm(f)
     offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
         if w == Warm.FIRST else [0]
@@ -279,7 +279,7 @@ def stair_layout(f: int) -> Layout:
     return random_layout(f, LINE, seed=f % 9973)
 
 
-def _layout_key(f: int) -> tuple:
+def layout_key(f: int) -> tuple:
     return ("memory", "stair_layout", f)
 
 
@@ -291,7 +291,7 @@ def staircase(session: Context, repeats: int = SWEEP_REPEATS,
     pts = []
     for i, f in enumerate(fs):
         for g in fs[i + 1:i + 1 + LAYOUTS_AHEAD]:
-            session.runs.ahead(_layout_key(g), lambda g=g: stair_layout(g))
+            session.runs.ahead(layout_key(g), lambda g=g: stair_layout(g))
         pts.append(point(session, f, repeats, deep_repeats))
     return Curve([p.footprint for p in pts], [p.latency for p in pts],
                  [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
