@@ -86,9 +86,12 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
     g = chase.geometry_of(session)
-    for other in LEVELS:     # every row's chain built on the host while the GPU chases
-        session.runs.ahead(("memory", "layout", other.footprint.value),
-                           lambda other=other: level_layout(other, g))
+    # the next row's chain (of another footprint) built on the host while the GPU chases
+    later = LEVELS[LEVELS.index(level) + 1:] if level in LEVELS else ()
+    nxt = next((lv for lv in later if lv.footprint != level.footprint), None)
+    if nxt is not None:
+        session.runs.ahead(("memory", "layout", nxt.footprint.value),
+                           lambda: level_layout(nxt, g))
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
