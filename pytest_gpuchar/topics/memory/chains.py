@@ -178,7 +178,7 @@ def check_layout(lay: Layout, intended: int) -> None:
     order = lay.visit_order
     if not (is_permutation(order, lay.n)
             and np.array_equal(lay.nxt[order[:-1]], order[1:])
-            and lay.nxt[order[-1]] == order[0]):
+            and (lay.n == 0 or lay.nxt[order[-1]] == order[0])):
         raise ChainError("chain's recorded visit order does not follow its pointers")
     if lay.stride >= LINE and lay.distinct_lines() != intended:
         raise ChainError(f"chain touches {lay.distinct_lines()} distinct {LINE}-byte lines, "
