@@ -17,6 +17,11 @@ from .jit import Compiled, JitCache
 DEFAULT_REPEATS = 7
 DEFAULT_WATCHDOG_S = 20.0
 PASSES = 2   # kernel passes over the timed region; the first warms the instruction cache
+# The watchdog's poll: the first sleep short, doubling up to the longest. Most waits are for
+# launches of micro- to milliseconds, and a fixed 0.5 ms sleep let each return up to 0.5 ms
+# after its kernel ended (a run waits many times, often between dependent launches)
+POLL_FIRST_S = 2e-5
+POLL_MAX_S = 5e-4
 
 
 class ProbeHang(RuntimeError):
@@ -98,6 +103,7 @@ class Gpu:
     def _poll(self, event, name: str, timeout_s: float | None = None) -> None:
         limit = self.watchdog_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + limit
+        delay = POLL_FIRST_S
         while (status := event_status(event)) != 0:
             if status != NOT_READY:
                 self.wedged = name
@@ -108,7 +114,8 @@ class Gpu:
                 self.wedged = name
                 raise ProbeHang(f"watchdog: probe {name} did not finish within {limit:g} s; the "
                                 f"GPU is considered wedged, remaining hardware tests are skipped")
-            time.sleep(0.0005)
+            time.sleep(delay)
+            delay = min(2 * delay, POLL_MAX_S)
 
     # --- clock ----------------------------------------------------------------------------
     def sm_clock_mhz(self, iters: int = 2_000_000) -> float:

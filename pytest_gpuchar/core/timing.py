@@ -13,6 +13,7 @@ from contextlib import contextmanager
 JIT = "jit"            # waiting for the driver to link a module
 OFFLINE = "offline"    # waiting for ptxas + nvdisasm
 GPU = "gpu"            # waiting for launched kernels to finish
+HOST = "host"          # waiting for host work started ahead on a worker (RunCache.ahead)
 
 _lock = threading.Lock()
 _total: dict[str, float] = defaultdict(float)

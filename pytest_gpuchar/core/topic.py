@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol, TypeVar
 
-from . import toolchain
+from . import timing, toolchain
 from .build import Builds, Built, Group
 from .gpu import Gpu
 from .probe import Probe
@@ -26,6 +26,9 @@ from .topic_list import TOPICS, TopicInfo, TopicTaken, expectation_topics, regis
 from .verify import Verdict
 
 T = TypeVar("T")
+# host worker threads of a session (RunCache.ahead): layouts, inputs and references made
+# while the GPU measures; numpy releases the GIL in its array loops
+HOST_WORKERS = 2
 
 
 class Topic(Protocol):
@@ -105,18 +108,58 @@ def built(ctx: Context, probe: Probe, groups: Groups | None = None) -> tuple[Bui
 
 class RunCache:
     """Measurements shared between tests (Table II reuses Table V's runs, a sweep feeds many
-    rows): each made once per session under its key."""
+    rows): each made once per session under its key. Host work a later step needs (a chase's
+    layout, a kernel's inputs, a CPU reference) can be started ``ahead`` on a worker thread
+    while the test thread launches and waits for the GPU; ``once`` then takes it, waiting
+    only for what is not done yet."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = HOST_WORKERS) -> None:
         self._runs: dict[tuple, Any] = {}
+        self._workers = workers
+        self._pool: Any = None
 
     def once(self, key: tuple, make: Callable[[], T]) -> T:
         if key not in self._runs:
             self._runs[key] = make()
-        return self._runs[key]
+        value = self._runs[key]
+        if isinstance(value, _Ahead):
+            try:
+                with timing.blocked(timing.HOST):
+                    value = value.future.result()
+            except BaseException:
+                del self._runs[key]       # made again (or failing again) when asked again
+                raise
+            self._runs[key] = value
+        return value
+
+    def take(self, key: tuple, make: Callable[[], T]) -> T:
+        """A value for one use (a large layout, inputs): made ahead or now, handed over and
+        not kept."""
+        try:
+            return self.once(key, make)
+        finally:
+            self._runs.pop(key, None)
+
+    def ahead(self, key: tuple, make: Callable[[], Any]) -> None:
+        """Start making `key` on a host worker thread (nothing when it is made or started):
+        pure host work only (numpy, no launch), which the GIL-free parts of numpy overlap
+        with the test thread's waits for the GPU; its error is raised by ``once``."""
+        if key in self._runs:
+            return
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+            self._pool = ThreadPoolExecutor(max_workers=self._workers,
+                                            thread_name_prefix="gpuchar-host")
+        self._runs[key] = _Ahead(self._pool.submit(make))
 
     def __contains__(self, key: tuple) -> bool:
         return key in self._runs
+
+
+@dataclass(frozen=True)
+class _Ahead:
+    """A value being made on a host worker (RunCache.ahead)."""
+    future: Any
 
 
 class Checked(list):

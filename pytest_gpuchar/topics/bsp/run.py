@@ -10,7 +10,7 @@ import math
 
 import statistics
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from ...models.manybsp import terms as mb_terms
 from ...results.judge import Measured, Measurement, Result, Status
 from . import analysis, kernels, model, params
 from .kernels import REC_WORDS, KernelProbe
-from .rows import MU, MU_SOURCE, PYRAMID, App, Size
+from .rows import MU, MU_SOURCE, PYRAMID, SIZES, App, Size
 
 
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
@@ -79,7 +79,47 @@ def repeats(session: Context) -> int:
     return WHOLE_GPU.of(session.repeats)
 
 
-# --- per kernel: buffers, arguments, output check ------------------------------------------
+# --- per kernel: host inputs and reference (made ahead), buffers, arguments, output check --
+
+# sizes whose inputs and CPU reference the session's host workers make while the GPU measures
+# the current one (the largest: 16 M KNN records, a 2048 x 2048 Hotspot's stencil steps)
+HOST_AHEAD = 2
+
+
+@dataclass
+class HostJob:
+    """A size's inputs (the same numbers every run: analysis.rng) and the CPU reference its
+    output is checked against: pure host work, made before (or beside) its launches."""
+    inputs: dict
+    reference: Any
+
+
+def host_job(size: Size) -> HostJob:
+    gen = analysis.rng(size)
+    if size.app is App.KNN:
+        inp = analysis.knn_inputs(size.dims[0], gen)
+        return HostJob(inp, analysis.knn_reference(inp["locations"], inp["lat"], inp["lng"]))
+    if size.app is App.MM:
+        h_a, w_a, w_b = size.dims
+        inp = analysis.mm_inputs(h_a, w_a, w_b, gen)
+        inp["rows"] = np.unique(np.concatenate([[0, h_a - 1], gen.choice(
+            h_a, min(SAMPLE_ROWS, h_a), replace=False)]))
+        return HostJob(inp, analysis.mm_reference(inp["A"], inp["B"], inp["rows"]))
+    inp = analysis.hotspot_inputs(*size.dims, gen)
+    return HostJob(inp, analysis.hotspot_reference(inp["temp"], inp["power"], inp["coeffs"]))
+
+
+def _host_key(size: Size) -> tuple:
+    return ("bsp", "host", size.id)
+
+
+def host_work(session: Context, size: Size) -> HostJob:
+    """The size's HostJob (made ahead, or now); the next HOST_AHEAD sizes' started."""
+    i = SIZES.index(size) if size in SIZES else len(SIZES)
+    for nxt in SIZES[i + 1:i + 1 + HOST_AHEAD]:
+        session.runs.ahead(_host_key(nxt), lambda nxt=nxt: host_job(nxt))
+    return session.runs.take(_host_key(size), lambda: host_job(size))
+
 
 @dataclass
 class Launchable:
@@ -90,46 +130,43 @@ class Launchable:
     keep: list = field(default_factory=list)
 
 
-def _knn(size: Size, gen: np.random.Generator) -> Launchable:
+def _knn(size: Size, job: HostJob) -> Launchable:
     n = size.dims[0]
-    inp = analysis.knn_inputs(n, gen)
+    inp, ref = job.inputs, job.reference
     d_loc, d_out = Runner.to_device(inp["locations"]), Runner.full(n, np.nan, np.float32)
 
     def check() -> list[str]:
         got = d_out.get()
-        ref = analysis.knn_reference(inp["locations"], inp["lat"], inp["lng"])
         bad = int(np.count_nonzero(~(np.abs(got - ref) <= 2 * np.spacing(ref))))
         return [f"knn {size.name}: {bad} of {n} distances differ from the CPU reference by more "
                 f"than 2 ulp (first: {got[:3].tolist()} vs {ref[:3].tolist()})"] if bad else []
     return Launchable((d_loc, d_out, np.int32(n), inp["lat"], inp["lng"]), check, [d_loc])
 
 
-def _mm(size: Size, gen: np.random.Generator) -> Launchable:
+def _mm(size: Size, job: HostJob) -> Launchable:
     h_a, w_a, w_b = size.dims
-    inp = analysis.mm_inputs(h_a, w_a, w_b, gen)
+    inp, (ref, bound) = job.inputs, job.reference
     d_a, d_b = Runner.to_device(inp["A"]), Runner.to_device(inp["B"])
     d_c = Runner.full((h_a, w_b), np.nan, np.float32)
-    rows = np.unique(np.concatenate([[0, h_a - 1], gen.choice(h_a, min(SAMPLE_ROWS, h_a),
-                                                             replace=False)]))
+    rows = inp["rows"]
 
     def check() -> list[str]:
         c = d_c.get()
-        bad, unwritten = analysis.mm_mismatch(inp["A"], inp["B"], c, rows), np.isnan(c).sum()
+        bad, unwritten = analysis.mm_outside(c, rows, ref, bound), np.isnan(c).sum()
         return [f"mm {size.name}: {bad} elements of {len(rows)} sampled rows of C outside the "
                 f"float32 error bound of the float64 product, {unwritten} of C's elements "
                 f"not written"] if bad or unwritten else []
     return Launchable((d_c, d_a, d_b, np.int32(w_a), np.int32(w_b)), check, [d_a, d_b])
 
 
-def _hotspot(size: Size, gen: np.random.Generator) -> Launchable:
+def _hotspot(size: Size, job: HostJob) -> Launchable:
     rows, cols = size.dims
-    inp = analysis.hotspot_inputs(rows, cols, gen)
+    inp, ref = job.inputs, job.reference
     c = inp["coeffs"]
     d_power, d_src = Runner.to_device(inp["power"]), Runner.to_device(inp["temp"])
     d_dst = Runner.full((rows, cols), np.nan, np.float32)
 
     def check() -> list[str]:
-        ref = analysis.hotspot_reference(inp["temp"], inp["power"], c)
         got = d_dst.get()
         bad = int(np.count_nonzero(~(np.abs(got - ref) <= 1e-3 + 1e-6 * np.abs(ref))))
         return [f"hotspot {size.name}: {bad} of {rows * cols} temperatures differ from the CPU "
@@ -173,7 +210,7 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     probe = kernels.probe(size.app, arch)
     built, _ = topic.built(session, probe, groups)
     fn = built.compiled.function(probe.entry)
-    job = BUFFERS[size.app](size, analysis.rng(size))
+    job = BUFFERS[size.app](size, host_work(session, size))
     warps = size.n_b * -(-size.n_t // 32)
     out = session.runner.measure(Plan(
         probe.name, {size.id: fn}, Launch(size.grid, size.block),

@@ -152,10 +152,11 @@ def steps_needed(lo: int, hi: int, resolution: float = KNEE_RESOLUTION) -> int:
 
 def bisect(knee: CacheKnee, lo: int, hi: int, measure: Callable[[int], float], plateau: float,
            above: float, *, rel: float = KNEE_REL, resolution: float = KNEE_RESOLUTION,
-           line: int = LINE) -> Bisection:
+           line: int = LINE, prepare: Callable[[list[int]], None] | None = None) -> Bisection:
     """Narrow [lo, hi) (lo on the level, hi off it) by measuring the latency at the geometric
     mid-point (`measure(footprint)`, a whole number of lines) until (hi - lo) / lo <=
-    `resolution` or no line is left between them."""
+    `resolution` or no line is left between them. `prepare(footprints)`, before each
+    measurement: the two footprints the next step may measure (host work made ahead)."""
     if not lo < hi:
         raise ValueError(f"{knee.value}: bisection needs lo < hi, got [{lo}, {hi})")
     b = Bisection(knee, lo, hi, plateau, limit(plateau, rel), above, rel)
@@ -163,6 +164,8 @@ def bisect(knee: CacheKnee, lo: int, hi: int, measure: Callable[[int], float], p
         mid = midpoint(b.lo, b.hi, line)
         if not b.lo < mid < b.hi:
             break
+        if prepare is not None:
+            prepare([midpoint(b.lo, mid, line), midpoint(mid, b.hi, line)])
         lat = float(measure(mid))
         ok = on_level(lat, plateau, rel)
         b.steps.append(Step(mid, lat, ok))
@@ -188,3 +191,12 @@ def find(knee: CacheKnee, footprints: list[int], latency: list[float], lv: Level
     i, j = br
     return bisect(knee, footprints[i], footprints[j], measure, below.latency, above.latency,
                   **kw)
+
+
+def first_midpoint(knee: CacheKnee, footprints: list[int], latency: list[float], lv: Levels,
+                   rel: float = KNEE_REL, line: int = LINE) -> int | None:
+    """The footprint the knee's bisection measures first (None: no bisection)."""
+    if knee not in lv.below:
+        return None
+    br = grid_bracket(footprints, latency, lv.below[knee], lv.above[knee], rel)
+    return None if br is None else midpoint(footprints[br[0]], footprints[br[1]], line)

@@ -22,6 +22,10 @@ from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACE
 
 SWEEP_REPEATS = 3
 PLACE_ALIGN = 2 * 2**20
+# staircase points whose chains are built ahead on the session's host workers while the GPU
+# chases the current one (a device-memory point's chain: 2 M pointers, a few tenths of a
+# second of host work)
+LAYOUTS_AHEAD = 2
 
 
 @dataclass
@@ -259,7 +263,7 @@ def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
     same compiled, SASS-verified kernels."""
     geo = geometry_of(session)
     probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
-    lay = random_layout(f, LINE, seed=f % 9973)
+    lay = session.runs.take(layout_key(f), lambda: stair_layout(f))
     w = geo.sweep_warm(f)
     offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
         if w == Warm.FIRST else [0]
@@ -270,10 +274,25 @@ def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
     return StairPoint(f, fitted.value, fitted.spread, run.smids, w.value)
 
 
+def stair_layout(f: int) -> Layout:
+    """The chain of the staircase point (or bisection point) at footprint `f`."""
+    return random_layout(f, LINE, seed=f % 9973)
+
+
+def layout_key(f: int) -> tuple:
+    return ("memory", "stair_layout", f)
+
+
 def staircase(session: Context, repeats: int = SWEEP_REPEATS,
               deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
-    """The cache staircase: a point (``point``) at every footprint of Geometry.sweep()."""
-    pts = [point(session, f, repeats, deep_repeats) for f in geometry_of(session).sweep()]
+    """The cache staircase: a point (``point``) at every footprint of Geometry.sweep(), the
+    next LAYOUTS_AHEAD points' chains built on the host while the GPU chases."""
+    fs = geometry_of(session).sweep()
+    pts = []
+    for i, f in enumerate(fs):
+        for g in fs[i + 1:i + 1 + LAYOUTS_AHEAD]:
+            session.runs.ahead(layout_key(g), lambda g=g: stair_layout(g))
+        pts.append(point(session, f, repeats, deep_repeats))
     return Curve([p.footprint for p in pts], [p.latency for p in pts],
                  [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
                  [p.warm for p in pts])

@@ -17,10 +17,12 @@ from . import chase, kernels, plots, sequential
 from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fill_model_error,
                        fill_spread,
                        human_bytes, knees, level_layout, plateaus, without_rising_edge)
-from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find, levels
+from .capacity import (KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find,
+                       first_midpoint, levels)
 from .chase import Curve
-from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
+from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, LEVELS,
+                   STAIRCASE_PLACES, STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind,
+                   LevelRow, Warm)
 
 
 METHOD_CHAIN = ("pointer chase, 1 thread: slope of %clock64 cycles over {lengths} dependent "
@@ -84,6 +86,12 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     chase loop's cycles per step, both on the row's chain; the shared store row also gives
     the store's own cost (derived)."""
     g = chase.geometry_of(session)
+    # the next row's chain (of another footprint) built on the host while the GPU chases
+    later = LEVELS[LEVELS.index(level) + 1:] if level in LEVELS else ()
+    nxt = next((lv for lv in later if lv.footprint != level.footprint), None)
+    if nxt is not None:
+        session.runs.ahead(("memory", "layout", nxt.footprint.value),
+                           lambda: level_layout(nxt, g))
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
@@ -189,10 +197,17 @@ def staircase_knees(session: Context, artifact) -> tuple[Curve, dict]:
     through `artifact` (the gpuchar_artifact fixture)."""
     sw: Curve = _once(session, ("staircase",), lambda: chase.staircase(session))
 
+    def prepare(fs: list) -> None:     # bisection points' chains built while the GPU chases
+        for f in fs:
+            if f and ("memory", "point", f) not in session.runs:
+                session.runs.ahead(chase.layout_key(f), lambda f=f: chase.stair_layout(f))
+
     def make() -> dict:
         lv = levels(sw.footprints, sw.latency)
+        prepare([first_midpoint(k, sw.footprints, sw.latency, lv) for k in CacheKnee])
         return {k: find(k, sw.footprints, sw.latency, lv,
-                                 lambda f: _point(session, f).latency) for k in CacheKnee}
+                        lambda f: _point(session, f).latency, prepare=prepare)
+                for k in CacheKnee}
     found = _once(session, ("knees",), make)
     g = chase.geometry_of(session)
     _once(session, ("staircase_plot",), lambda: plots.save_staircase(

@@ -140,6 +140,7 @@ def answers(session: Context, in_type: str) -> dict:
                "accumulator_bits": q.ask_accumulator_bits(tc, s),
                "product_sum_bits": q.ask_product_sum_bits(tc, s)}
         bits = res["accumulator_bits"].value
+        start_models(session, in_type, bits)      # host work beside the questions' launches
         res["extra_bits"] = q.extra_bits(res["accumulator_bits"])
         for via in ("c", "products"):
             res[f"rounding_{via}"] = q.ask_rounding(tc, s, via, bits)
@@ -210,10 +211,14 @@ def k_growth(session: Context, in_type: str, arch: str,
     fw.require(arch, "hardware: ")
     tc, s = runner(session), fw.wgmma_row(in_type)
     bits = answers(session, in_type)["accumulator_bits"].value
-    tcs = {"measured": tc, "f32 accumulation": _Model(40, "rn")}
-    if bits:
-        tcs[f"{int(bits)}-bit truncated accumulation"] = _Model(int(bits) - 24, "rz")
-    curves = session.runs.once(("numerics", "fp8_k", in_type), lambda: q.k_errors(tcs, s))
+
+    def make() -> dict:
+        out = q.k_errors({"measured": tc}, s)
+        start_models(session, in_type, bits)
+        out.update(session.runs.take(_models_key(in_type, bits),
+                                     lambda: q.k_errors(cpu_models(bits), s)))
+        return out
+    curves = session.runs.once(("numerics", "fp8_k", in_type), make)
     measured = curves["measured"]
     models = {name: v for name, v in curves.items() if name != "measured"}
     checks = _group_check(tc, in_type)
@@ -227,6 +232,27 @@ def k_growth(session: Context, in_type: str, arch: str,
                for k in q.K_REPORTED]
     _plot(artifact, scratch, in_type, arch, measured, models)
     return Measured(*figures, checks=checks)
+
+
+def cpu_models(bits: float | None) -> dict:
+    """The CPU models the measured error over K is drawn beside: an exact f32 accumulation
+    and, with the measured kept bits, a truncated one."""
+    out = {"f32 accumulation": _Model(40, "rn")}
+    if bits:
+        out[f"{int(bits)}-bit truncated accumulation"] = _Model(int(bits) - 24, "rz")
+    return out
+
+
+def _models_key(in_type: str, bits: float | None) -> tuple:
+    return ("numerics", "fp8_k_models", in_type, bits)
+
+
+def start_models(session: Context, in_type: str, bits: float | None) -> None:
+    """The CPU models' errors over K (pure host work, about a second a type) started on the
+    session's host workers as soon as the kept bits are measured: the GPU meanwhile answers
+    the other questions and measures the chained wgmma."""
+    s = fw.wgmma_row(in_type)
+    session.runs.ahead(_models_key(in_type, bits), lambda: q.k_errors(cpu_models(bits), s))
 
 
 class _Model:

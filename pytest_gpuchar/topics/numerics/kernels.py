@@ -4,6 +4,8 @@ and how the compiler implemented the mma (TensorPath): the probe's verification 
 tensor-core instruction is there, else NotTensorCore and no number."""
 from __future__ import annotations
 
+import functools
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -64,10 +66,20 @@ def n_regs(s: MmaRow, which: str) -> int:
     return n_elems(s, which) * elem_bits(s, which) // 32
 
 
+@functools.lru_cache(maxsize=None)
 def coords(s: MmaRow, which: str) -> np.ndarray:
-    """(32, elements, 2) array of (row, col) per lane and element."""
-    return np.array([[coord(s, which, lane, i) for i in range(n_elems(s, which))]
-                     for lane in range(32)], dtype=np.int64)
+    """(32, elements, 2) array of (row, col) per lane and element (depends on the row only:
+    made once, read-only)."""
+    xy = np.array([[coord(s, which, lane, i) for i in range(n_elems(s, which))]
+                   for lane in range(32)], dtype=np.int64)
+    xy.flags.writeable = False
+    return xy
+
+
+def _whole_words(w: int) -> bool:
+    """Elements of w bits fill a register's bytes in order (a little-endian host): a
+    register is then its elements' bytes, lowest element first."""
+    return w in (8, 16, 32) and sys.byteorder == "little"
 
 
 def pack(s: MmaRow, which: str, bits: np.ndarray) -> np.ndarray:
@@ -75,6 +87,9 @@ def pack(s: MmaRow, which: str, bits: np.ndarray) -> np.ndarray:
     element i of a lane sits in register i // per_reg, lowest bits first."""
     xy = coords(s, which)
     w = elem_bits(s, which)
+    if _whole_words(w):
+        el = np.ascontiguousarray(bits[:, xy[..., 0], xy[..., 1]].astype(f"uint{w}"))
+        return el.view(np.uint32).reshape(el.shape[0], 32, -1)
     el = bits[:, xy[..., 0], xy[..., 1]].astype(np.uint64)      # (T, 32, elems)
     per = 32 // w
     el = el.reshape(el.shape[0], 32, -1, per)
@@ -86,14 +101,21 @@ def unpack(s: MmaRow, which: str, regs: np.ndarray) -> np.ndarray:
     """Inverse of pack: (T, 32, regs) uint32 -> (T, rows, cols) bit patterns."""
     xy = coords(s, which)
     w = elem_bits(s, which)
+    dtype = reference.numtype(s.c_type if which == "c" else s.in_type).uint
     per = 32 // w
+    if _whole_words(w):
+        regs = np.ascontiguousarray(regs, dtype=np.uint32)
+        el = regs.view(f"uint{w}").reshape(regs.shape[0], 32, -1)
+        out = np.zeros((regs.shape[0], *_dims(s, which)), dtype=dtype)
+        out[:, xy[..., 0], xy[..., 1]] = el
+        return out
     regs = np.asarray(regs, dtype=np.uint64)
     shifts = (np.arange(per, dtype=np.uint64) * np.uint64(w))
     el = (regs[..., None] >> shifts) & np.uint64((1 << w) - 1)
     el = el.reshape(regs.shape[0], 32, -1)
     out = np.zeros((regs.shape[0], *_dims(s, which)), dtype=np.uint64)
     out[:, xy[..., 0], xy[..., 1]] = el
-    return out.astype(reference.numtype(s.c_type if which == "c" else s.in_type).uint)
+    return out.astype(dtype)
 
 
 # --- PTX -----------------------------------------------------------------------------------

@@ -43,3 +43,16 @@ def test_a_fault_is_reported_at_once_not_as_a_hang(monkeypatch):
 def test_event_status_of_a_stand_in():
     assert g.event_status(_NeverDone()) == g.NOT_READY
     assert g.event_status(type("Done", (), {"done": True})()) == 0
+
+
+def test_the_poll_sleeps_short_first_then_doubling_to_the_longest(monkeypatch):
+    left, slept = [9], []
+
+    def status(event):
+        left[0] -= 1
+        return 0 if left[0] <= 0 else g.NOT_READY
+    monkeypatch.setattr(g, "event_status", status)
+    monkeypatch.setattr(g.time, "sleep", slept.append)
+    g.Gpu(dev=None, jit=g.JitCache()).poll(_NeverDone(), "x")
+    assert slept[0] == g.POLL_FIRST_S and max(slept) == g.POLL_MAX_S and len(slept) == 8
+    assert all(b == min(2 * a, g.POLL_MAX_S) for a, b in zip(slept, slept[1:]))

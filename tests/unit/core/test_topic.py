@@ -65,3 +65,34 @@ def test_an_invalid_probe_raises_every_time():
         with pytest.raises(ProbeInvalid, match="t/bad"):
             topic.built(ctx, p)
     assert ctx.builds.jits == ["t/bad", "t/bad"] and ctx.builds.groups == []
+
+
+def test_a_value_made_ahead_is_taken_by_once_and_made_once():
+    import threading
+    runs, made, go = RunCache(), [], threading.Event()
+
+    def make():
+        go.wait(5)
+        made.append(1)
+        return "layout"
+    runs.ahead(("k",), make)
+    runs.ahead(("k",), make)                     # already started: nothing more
+    assert ("k",) in runs
+    go.set()
+    assert runs.once(("k",), lambda: "not this") == "layout" and made == [1]
+    assert runs.once(("k",), lambda: "not this") == "layout"
+
+
+def test_an_error_made_ahead_is_raised_by_once_then_made_again():
+    runs = RunCache()
+    runs.ahead(("k",), lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        runs.once(("k",), lambda: "now")
+    assert runs.once(("k",), lambda: "now") == "now"
+
+
+def test_take_hands_a_value_over_once():
+    runs = RunCache()
+    runs.ahead(("k",), lambda: [1])
+    assert runs.take(("k",), lambda: [2]) == [1] and ("k",) not in runs
+    assert runs.take(("k",), lambda: [2]) == [2] and ("k",) not in runs

@@ -102,12 +102,18 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
     depended on the length, which biased block-span slopes while each launch looked
     repeatable (docs/tensor.md, lab notes): hence loops long enough for the skew to vanish."""
     ops = {t: t * steps for t in raw}
-    lat_cycles = {t: [float(np.mean(t1 - t0)) for t0, t1 in reps] for t, reps in raw.items()}
-    blk_cycles = {t: [float(t1.max() - t0.min()) for t0, t1 in reps] for t, reps in raw.items()}
-    skew = {t: float(np.median([t0.max() - t0.min() for t0, _ in reps]))
-            for t, reps in raw.items()}
-    end_skew = {t: float(np.median([t1.max() - t1.min() for _, t1 in reps]))
-                for t, reps in raw.items()}
+    # per trip count, the launches' clocks as (launches, warps) arrays: each statistic over
+    # every launch at once (integer clocks: the float sums are exact, the same values as
+    # launch by launch)
+    clocks = {t: (np.array([t0 for t0, _ in reps]), np.array([t1 for _, t1 in reps]))
+              for t, reps in raw.items()}
+    lat_cycles = {t: (t1 - t0).mean(axis=1).tolist() for t, (t0, t1) in clocks.items()}
+    blk_cycles = {t: (t1.max(axis=1) - t0.min(axis=1)).astype(float).tolist()
+                  for t, (t0, t1) in clocks.items()}
+    skew = {t: float(np.median(t0.max(axis=1) - t0.min(axis=1)))
+            for t, (t0, _) in clocks.items()}
+    end_skew = {t: float(np.median(t1.max(axis=1) - t1.min(axis=1)))
+                for t, (_, t1) in clocks.items()}
     lf = fit(lat_cycles, ops)
     bf = fit(blk_cycles, ops)
     thr = work / bf.value if bf.value > 0 else float("nan")

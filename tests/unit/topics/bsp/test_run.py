@@ -16,7 +16,7 @@ from pytest_gpuchar.core.runner import Runner
 from pytest_gpuchar.results.expectations import Store
 from pytest_gpuchar.results.report import Recorder
 from pytest_gpuchar.session import RunCache
-from pytest_gpuchar.topics.bsp import analysis, bodies, kernels, run
+from pytest_gpuchar.topics.bsp import analysis, bodies, kernels, rows, run
 from pytest_gpuchar.topics.bsp.rows import BY_ID, PYRAMID, App
 
 SMS = 132
@@ -220,3 +220,34 @@ def test_missing_parameters_are_not_applicable(cupy, tmp_path):
     with pytest.raises(NotApplicable, match="block_lnch_ovh"):
         run.prediction(session, BY_ID["knn-42764"], "sm_90")
     assert session.gpu.launches == 0
+
+
+def test_host_work_is_made_ahead_for_the_next_sizes(monkeypatch):
+    made = []
+
+    def job(size):
+        made.append(size.id)
+        return run.HostJob({"size": size.id}, None)
+    monkeypatch.setattr(run, "host_job", job)
+    session = types.SimpleNamespace(runs=RunCache())
+    first, *rest = rows.SIZES
+    assert run.host_work(session, first).inputs == {"size": first.id}
+    for nxt in rest[:run.HOST_AHEAD]:       # started ahead, then taken (and not kept)
+        assert run.host_work(session, nxt).inputs == {"size": nxt.id}
+        assert run._host_key(nxt) not in session.runs
+    first_ones = rows.SIZES[:1 + run.HOST_AHEAD]
+    assert sorted(made[:len(first_ones)]) == sorted(s.id for s in first_ones)
+
+
+def test_host_job_keeps_the_inputs_and_checks_of_the_rows():
+    mm = next(s for s in rows.SIZES if s.app is rows.App.MM)
+    job = run.host_job(mm)
+    gen = analysis.rng(mm)
+    inp = analysis.mm_inputs(*mm.dims, gen)
+    assert np.array_equal(job.inputs["A"], inp["A"]) and np.array_equal(job.inputs["B"], inp["B"])
+    assert 0 in job.inputs["rows"] and mm.dims[0] - 1 in job.inputs["rows"]
+    c = (inp["A"].astype(np.float64) @ inp["B"]).astype(np.float32)
+    assert analysis.mm_outside(c, job.inputs["rows"], *job.reference) == 0
+    assert analysis.mm_mismatch(inp["A"], inp["B"], c, job.inputs["rows"]) == 0
+    c[job.inputs["rows"][0], 0] += 1.0
+    assert analysis.mm_outside(c, job.inputs["rows"], *job.reference) == 1

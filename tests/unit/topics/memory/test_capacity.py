@@ -221,3 +221,15 @@ def test_bisection_on_a_gradual_rise_finds_where_it_leaves_the_rule(cap, width):
     crossing = cap * math.exp(-width * math.log((above - plateau) / (plateau * KNEE_REL) - 1))
     assert b.lo <= crossing * 1.0001 and b.hi >= crossing * 0.9999
     assert b.resolution <= KNEE_RESOLUTION
+
+
+def test_each_step_prepares_the_two_footprints_the_next_may_measure():
+    asked, prepared = [], []
+
+    def measure(f):
+        asked.append(f)
+        return 30.0 if f <= 200_000 else 300.0
+    b = bisect(CacheKnee.L1, 131072, 262144, measure, 30.0, 280.0, prepare=prepared.append)
+    assert len(prepared) == len(asked) == len(b.steps)
+    for nxt, cands in zip(asked[1:], prepared):
+        assert nxt in cands                   # what the next step measured had been prepared

@@ -87,3 +87,21 @@ def test_distinct_lines_closed_form_counts_the_lines(stride):
     for n in (1, 2, 5, 1000):
         lay = chains.Layout(np.roll(np.arange(n), -1), stride)
         assert lay.distinct_lines() == len(np.unique(np.arange(n) * stride // LINE))
+
+
+def test_is_permutation_marks_each_value():
+    assert chains.is_permutation(np.array([2, 0, 1]), 3)
+    assert chains.is_permutation(np.array([], dtype=np.int64), 0)
+    assert not chains.is_permutation(np.array([0, 0, 1]), 3)       # 2 missing
+    assert not chains.is_permutation(np.array([0, 1, 3]), 3)       # out of range
+    assert not chains.is_permutation(np.array([0, 1, -1]), 3)
+    assert not chains.is_permutation(np.array([0, 1]), 3)
+
+
+def test_a_layout_whose_pointers_leave_its_order_fails_the_check():
+    lay = chains.random_layout(64 * LINE, LINE, seed=5)
+    lay.nxt = lay.nxt.copy()
+    a, b = lay.visit_order[3], lay.visit_order[10]
+    lay.nxt[a], lay.nxt[b] = lay.nxt[b], lay.nxt[a]
+    with pytest.raises(chains.ChainError):
+        chains.check_layout(lay, 64)

@@ -188,3 +188,32 @@ def test_k_growth_figures_and_group_check(monkeypatch, tmp_path):
     assert set(m.figures[0].data["models"]) == {"f32 accumulation",
                                                 "14-bit truncated accumulation"}
     assert not m.checks and (tmp_path / "k-error-e4m3.png").exists()
+
+
+def test_the_cpu_models_start_once_the_bits_are_known_and_are_taken_by_k_growth(monkeypatch,
+                                                                               tmp_path):
+    s = _session(monkeypatch, Model(-10))
+    monkeypatch.setattr(q, "K_REPORTED", (32, 512))
+    asked = []
+
+    def k_errors(tcs, row, ks=(32, 64, 512), tiles=2):
+        asked.append(sorted(tcs))
+        return {name: {k: 1e-4 * k ** 0.5 for k in ks} for name in tcs}
+    monkeypatch.setattr(q, "k_errors", k_errors)
+    bits = fp8_run.answers(s, "e4m3")["accumulator_bits"].value
+    key = fp8_run._models_key("e4m3", bits)
+    assert key in s.runs                                    # started beside the questions
+    m = fp8_run.k_growth(s, "e4m3", "sm_90", None, tmp_path)
+    assert key not in s.runs and sorted(asked) == [
+        ["14-bit truncated accumulation", "f32 accumulation"], ["measured"]]
+    assert set(m.figures[0].data["models"]) == {"f32 accumulation",
+                                                "14-bit truncated accumulation"}
+
+
+def test_a_k_case_is_made_once_and_read_only():
+    a = q.k_case("e5m2", 32, 2)
+    assert q.k_case("e5m2", 32, 2) is a
+    A, B, ref = a
+    assert not (A.flags.writeable or B.flags.writeable or ref.flags.writeable)
+    A2, B2 = q.k_inputs("e5m2", 32, 2)
+    assert np.array_equal(A, A2) and np.array_equal(ref, q.exact_product(A2, B2))

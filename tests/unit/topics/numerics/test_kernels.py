@@ -32,6 +32,19 @@ class TestLayouts:
             assert regs.shape == (3, 32, kernels.n_regs(s, which)) and regs.dtype == np.uint32
             assert np.array_equal(kernels.unpack(s, which, regs), bits)
 
+    def test_whole_word_registers_are_the_shifted_sums(self, s, monkeypatch):
+        rng = np.random.default_rng(1)
+        for which, shape in (("a", (3, s.m, s.k)), ("b", (3, s.k, s.n)), ("c", (3, s.m, s.n))):
+            t = reference.numtype(s.c_type if which == "c" else s.in_type)
+            bits = rng.integers(0, 2 ** t.bits, shape).astype(t.uint)
+            fast = kernels.pack(s, which, bits)
+            back = kernels.unpack(s, which, fast)
+            with monkeypatch.context() as m:
+                m.setattr(kernels, "_whole_words", lambda w: False)
+                assert np.array_equal(kernels.pack(s, which, bits), fast)
+                slow = kernels.unpack(s, which, fast)
+            assert np.array_equal(back, slow) and back.dtype == slow.dtype
+
     def test_ptx_has_one_mma(self, s):
         text = kernels.kernel_ptx(s)
         assert text.count("mma.sync") == 1 and s.instruction in text

@@ -269,3 +269,17 @@ def test_round_exact_directed_modes_bracket(x, out):
     z = reference.round_exact(q, out, "rz")
     assert abs(z) <= abs(x) and z in (lo, hi)
     assert math.copysign(1, z) == math.copysign(1, x) or z == 0
+
+
+def test_dot_f64_is_fsum_row_by_row_bit_for_bit():
+    import math
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((300, 4)).astype(np.float16).astype(np.float64)
+    b = rng.standard_normal((300, 4)).astype(np.float16).astype(np.float64)
+    a[0, 0], a[1, :], a[2, 0], b[2, 0] = np.inf, 0.0, 2.0 ** -20, 2.0 ** -1000   # inf, zeros,
+    c = rng.standard_normal(300) * 2.0 ** 40                                     # subnormal
+    want = np.array([math.fsum([*(x * y), z]) for x, y, z in zip(a, b, c)])
+    got = reference.dot_f64(a, b, c)
+    assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+    with pytest.raises(ValueError):
+        reference.dot_f64([[np.inf, -np.inf]], [[1.0, 1.0]])

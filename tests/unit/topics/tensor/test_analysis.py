@@ -255,3 +255,20 @@ def test_a_warps_own_latency_is_stable_when_only_the_block_span_scatters():
     assert pt.latency == pytest.approx(250.0)
     assert pt.lat_why == ""
     assert pt.unstable and "throughput" in pt.why
+
+
+def test_a_sweep_point_fitted_over_all_launches_at_once_reads_launch_by_launch():
+    rng = np.random.default_rng(4)
+    raw = {}
+    for t in (8, 16, 24):
+        reps = []
+        for _ in range(5):
+            t0 = rng.integers(10 ** 9, 10 ** 9 + 100, 4)
+            reps.append((t0, t0 + t * 264 + rng.integers(0, 40, 4)))
+        raw[t] = reps
+    p = analysis.fit_point(raw, warps=4, ilp=2, work=4096.0, steps=8)
+    for t, reps in raw.items():
+        assert p.cycles["start_skew"][t] == float(np.median([a.max() - a.min() for a, _ in reps]))
+        assert p.cycles["end_skew"][t] == float(np.median([b.max() - b.min() for _, b in reps]))
+    means = {t: [float(np.mean(b - a)) for a, b in reps] for t, reps in raw.items()}
+    assert p.cycles["warp_mean"] == analysis.fit(means, {t: t * 8 for t in raw}).medians

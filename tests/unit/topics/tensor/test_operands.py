@@ -116,3 +116,18 @@ def test_blackwell_narrow_format_registers():
         assert set(np.abs(values)) == {0.5, 1.0}
     assert set(operands.draw_regs("scale.ue8m0", 3, rng)) == {0x7F7F7F7F}
     assert set(operands.draw_regs("scale.ue4m3", 3, rng)) == {0x38383838}
+
+
+def test_metadata_checked_at_once_names_the_first_bad_word():
+    good = operands._pack([0x4, 0x8, 0xC, 0x9, 0xD, 0xE, 0x4, 0x8] * 3, 4)
+    operands.validate_sparse_metadata(good, "f16")
+    words = np.concatenate([good, [0x44444445, 0x44444446]]).astype(np.uint64)
+    with pytest.raises(operands.SparseMetadataError, match=r"word 3 = 0x44444445: group 0 "):
+        operands.validate_sparse_metadata(words, "f16", "p")
+
+
+def test_uniform_pm_draws_the_stream_of_choice():
+    a, b = np.random.default_rng(9), np.random.default_rng(9)
+    want = b.uniform(0.25, 1.0, 300) * b.choice([-1.0, 1.0], 300)
+    assert np.array_equal(operands._uniform_pm(a, 300), want)
+    assert a.integers(0, 1 << 30) == b.integers(0, 1 << 30)      # the stream goes on alike
