@@ -15,6 +15,7 @@ it; a topic never imports the pytest layer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Protocol, TypeVar
 
 from . import timing, toolchain
