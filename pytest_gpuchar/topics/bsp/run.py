@@ -28,11 +28,11 @@ from .rows import MU, MU_SOURCE, PYRAMID, App, Size
 
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
 # host's launch call; the warm-up's time also holds the module's loading) is launched
-# SHORT_REPEATS times: the small KNN sizes (a few us of kernel) scatter several % between
+# SHORT_LAUNCHES times: the small KNN sizes (a few us of kernel) scatter several % between
 # launches, and a median of 5 moved as much night to night (docs/models.md, lab notes); 25
 # launches cost them about a millisecond
 SHORT_US = 200.0
-SHORT_REPEATS = 25
+SHORT_LAUNCHES = Bounds(25)
 SAMPLE_ROWS = 64              # MM: rows of C checked against the float64 product
 CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -161,8 +161,8 @@ class KernelRun:
 
 def short_kernel(r: int, ms: float, reps: int) -> int:
     """After launch r (0: the warm-up) of `ms`: a kernel whose first timed launch took under
-    SHORT_US is launched SHORT_REPEATS times."""
-    return Bounds(SHORT_REPEATS).of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
+    SHORT_US is launched SHORT_LAUNCHES times."""
+    return SHORT_LAUNCHES.of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
 
 
 def measure(session: Context, size: Size, arch: str) -> KernelRun:
@@ -177,7 +177,7 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     out = session.runner.measure(Plan(
         probe.name, {size.id: fn}, Launch(size.grid, size.block),
         lambda _: (lambda r, rec: (*job.args, rec)), repeats(session),
-        record=(warps, REC_WORDS), capacity=SHORT_REPEATS, sync_each=True, more=short_kernel))
+        record=(warps, REC_WORDS), capacity=SHORT_LAUNCHES.least, sync_each=True, more=short_kernel))
     host = out.timed(size.id)           # the stamps of the timed launches that ran
     spans = [analysis.launch_span(h) for h in host]
     checks = job.check()

@@ -11,16 +11,17 @@ import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
-from ...core.runner import ChainError, Launch, Plan, Runner
+from ...core.runner import Bounds, ChainError, Launch, Plan, Runner
 from ...core.topic import Context
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import Layout, random_layout, sequential_layout
 from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, ChaseKind, Space, Warm)
+                   STAIRCASE_LAUNCHES, STRIDES, BankRow, ChaseKind, Space, Warm)
 
 
-SWEEP_REPEATS = 3
+# an L1 staircase point, a fill stride: 3 launches, whatever --gpuchar-repeats asks
+SWEEP_LAUNCHES = Bounds(3, 3)
 PLACE_ALIGN = 2 * 2**20
 
 
@@ -249,11 +250,11 @@ class StairPoint:
     warm: str
 
 
-def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
-          deep_repeats: int = STAIRCASE_REPEATS) -> StairPoint:
+def point(session: Context, f: int, launches: Bounds = SWEEP_LAUNCHES,
+          deep_launches: Bounds = STAIRCASE_LAUNCHES) -> StairPoint:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) over a fresh random
-    single cycle of `f` bytes: `repeats` launches when walked before every launch (the L1
-    footprints), `deep_repeats` for the L2 and device-memory footprints, whose per-launch
+    single cycle of `f` bytes: `launches` when walked before every launch (the L1
+    footprints), `deep_launches` for the L2 and device-memory footprints, whose per-launch
     slopes scatter more, split over the places of the buffer staircase_places gives. The
     footprint is data (the chain uploaded to the shared buffer): every point launches the
     same compiled, SASS-verified kernels."""
@@ -263,23 +264,24 @@ def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
     w = geo.sweep_warm(f)
     offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
         if w == Warm.FIRST else [0]
-    per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
+    per_place = launches.of(session.repeats) if w == Warm.EVERY else \
+        -(-deep_launches.of(session.repeats) // len(offsets))
     run = pooled([chase(session, probe, lay, repeats=per_place, warm=w, offset=o)
                   for o in offsets])
     fitted = fit(run.cycles, run.ops)
     return StairPoint(f, fitted.value, fitted.spread, run.smids, w.value)
 
 
-def staircase(session: Context, repeats: int = SWEEP_REPEATS,
-              deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
+def staircase(session: Context, launches: Bounds = SWEEP_LAUNCHES,
+              deep_launches: Bounds = STAIRCASE_LAUNCHES) -> Curve:
     """The cache staircase: a point (``point``) at every footprint of Geometry.sweep()."""
-    pts = [point(session, f, repeats, deep_repeats) for f in geometry_of(session).sweep()]
+    pts = [point(session, f, launches, deep_launches) for f in geometry_of(session).sweep()]
     return Curve([p.footprint for p in pts], [p.latency for p in pts],
                  [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
                  [p.warm for p in pts])
 
 
-def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
+def fill_sweep(session: Context, launches: Bounds = SWEEP_LAUNCHES) -> Curve:
     """Mean latency of a forward ld.global.ca walk at each stride of STRIDES over a region
     held in the L2 but not the L1 (walked once with .cg first): misses are L1 fills from the
     L2, so the curve gives the L1 fill granularity.
@@ -296,7 +298,8 @@ def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
         lay = sequential_layout(FILL_REGION // stride, stride)
         chase(session, warm_probe, lay, repeats=0, warm=Warm.NONE, flush=True,
               lengths={min(warm_probe.entries): lay.n})
-        run = chase(session, probe, lay, repeats=repeats, warm=Warm.NONE, flush=False)
+        run = chase(session, probe, lay, repeats=launches.of(session.repeats), warm=Warm.NONE,
+                    flush=False)
         fitted = fit(run.cycles, run.ops)
         fps.append(stride)
         lat.append(fitted.value)

@@ -9,7 +9,6 @@ from typing import Callable
 from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
-from ...core.runner import Bounds
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -19,8 +18,8 @@ from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fi
                        human_bytes, knees, level_layout, plateaus, without_rising_edge)
 from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find, levels
 from .chase import Curve
-from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
+from .rows import (CHAIN_LENGTHS, DRAM_LAUNCHES, FILL_MODEL_LIMIT, FLAVOURS, STAIRCASE_PLACES,
+                   STAIRCASE_LAUNCHES, STRIDES, BankRow, Capacity, ChaseKind, LevelRow, Warm)
 
 
 METHOD_CHAIN = ("pointer chase, 1 thread: slope of %clock64 cycles over {lengths} dependent "
@@ -36,8 +35,8 @@ METHOD_STORE = ("(st.shared + dependent ld.shared of the same word) per step min
 LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
-               f"{STAIRCASE_REPEATS} launches past 1 MiB, split over {STAIRCASE_PLACES} places "
-               "of the buffer from a quarter of the L2 to the L2), bisected between two "
+               f"{STAIRCASE_LAUNCHES.least} launches past 1 MiB, split over "
+               f"{STAIRCASE_PLACES} places of the buffer from a quarter of the L2 to the L2), bisected between two "
                "staircase points (geometric mid-points, the same chase) to within "
                f"{KNEE_RESOLUTION:.0%} of the footprint: the largest footprint whose "
                f"latency is at most {KNEE_REL:.0%} above the lower level's plateau "
@@ -87,7 +86,7 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
-    reps = Bounds(DRAM_REPEATS).of(session.repeats) if level.is_dram else session.repeats
+    reps = DRAM_LAUNCHES.of(session.repeats) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
     run = _once(session, ("chain", level.key),
