@@ -176,6 +176,18 @@ def test_prediction_row(cupy, sm_90_tools, size_id):
     assert predicted.data["launch"]["reg_per_thread"] == 32
     assert "timed region start" in row.sass and "SR_GLOBALTIMERLO" in row.sass
     assert predicted.data["predicted_cycles_l2_resident"] < predicted.value
+    assert measured.data["sm_clock_source"].startswith("measured")
+
+
+def test_without_a_measured_clock_the_max_clock_is_named(cupy, sm_90_tools):
+    """The clock probe found invalid (no number): the globaltimer cycles use the board's max
+    clock, and the data says so."""
+    session = FakeSession()
+    session.provenance = lambda: {"device": "NVIDIA H200", "sm_count": SMS,
+                                  "sm_clock_measured_mhz": None}
+    measured = run.prediction(session, BY_ID["knn-42764"], "sm_90").figures[0]
+    assert measured.data["sm_clock_mhz"] == 1980.0
+    assert measured.data["sm_clock_source"].startswith("the board's max clock")
 
 
 def test_a_short_kernel_is_launched_more_often(cupy, sm_90_tools):
