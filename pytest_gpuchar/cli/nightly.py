@@ -59,7 +59,7 @@ from ..core import nvml
 from ..results.gate import HISTORY
 from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
 from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
-                               other_process,
+                               measured_clock, other_process,
                                Change, failure_changes, junit_failures, junit_skips, number,
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
@@ -81,12 +81,15 @@ try:
     from pytest_gpuchar.core import device, gpu
     d = device.detect()
     if d:
-        mhz = gpu.Gpu(d, gpu.JitCache(d.index)).sm_clock_mhz()
         out = {"device": d.name, "arch": d.arch, "driver": d.driver,
                "cuda_driver_api": d.cuda_driver_api, "cuda_runtime": d.cuda_runtime,
                "sm_count": d.sm_count, "sm_clock_max_mhz": d.sm_clock_max_mhz,
-               "sm_clock_nvml_mhz": d.sm_clock_now_mhz,
-               "sm_clock_measured_mhz": round(mhz, 1), "board": d.board}
+               "sm_clock_nvml_mhz": d.sm_clock_now_mhz, "board": d.board}
+        try:    # verified first: an invalid clock probe gives no number, but sm_clock_error
+            mhz = round(gpu.Gpu(d, gpu.JitCache(d.index)).sm_clock_mhz(), 1)
+        except Exception as e:
+            mhz, out["sm_clock_error"] = None, f"{type(e).__name__}: {e}"
+        out["sm_clock_measured_mhz"] = mhz
     else:
         out = {"no_gpu": d.reason}
 except Exception as e:
@@ -210,9 +213,8 @@ def markdown(doc: dict) -> str:
             f"- **driver**: {dev.get('driver', '-')} (CUDA driver API "
             f"{dev.get('cuda_driver_api', '-')}, runtime {dev.get('cuda_runtime', '-')})",
             f"- **toolkit**: ptxas {', '.join(env['toolkit'].get('ptxas', [])) or 'none'}",
-            f"- **SM clock** (measured): start {dev.get('sm_clock_measured_mhz', '-')} MHz, "
-            f"end {env.get('after', {}).get('sm_clock_measured_mhz', '-')} MHz, "
-            f"max {dev.get('sm_clock_max_mhz', '-')} MHz",
+            f"- **SM clock** (measured): start {measured_clock(dev)}, end "
+            f"{measured_clock(env.get('after', {}))}, max {dev.get('sm_clock_max_mhz', '-')} MHz",
             f"- **JIT cache**: CUDA_CACHE_DISABLE={env.get('CUDA_CACHE_DISABLE')}",
             f"- **suite**: `{' '.join(doc['pytest_command'])}` -> pytest exit "
             f"{doc['pytest_exit']}, {doc['wall_s']} s",

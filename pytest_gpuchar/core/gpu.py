@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
-from . import ptx, timing
+from . import ptx, smclock, timing
+from .build import functions_of
 from .device import DeviceInfo
 from .jit import Compiled, JitCache
+from .probe import Probe
+from .verify import Verdict
 
 DEFAULT_REPEATS = 7
 DEFAULT_WATCHDOG_S = 20.0
@@ -118,18 +123,28 @@ class Gpu:
             delay = min(2 * delay, POLL_MAX_S)
 
     # --- clock ----------------------------------------------------------------------------
-    def sm_clock_mhz(self, iters: int = 2_000_000) -> float:
+    def sm_clock_mhz(self, iters: int = 2_000_000,
+                     verify: Callable[[Probe, dict], Verdict] | None = None) -> float:
         """Effective SM clock during the run: SM cycles (%clock64) over nanoseconds
-        (%globaltimer) across a ~1-10 ms busy loop on one SM."""
+        (%globaltimer) across a ~1-10 ms busy loop on one SM (core.smclock). The driver's
+        SASS of the kernel is verified first, through `verify(probe, functions)` (a
+        session's door; default the probe's own check), and the loop's result checked
+        after: an invalid probe raises ProbeInvalid, never a number."""
         import cupy as cp
-        fn = self.compile(ptx.header(self.dev.arch) + SM_CLOCK_PTX,
-                          "sm_clock.ptx").function("sm_clock")
+        probe = smclock.probe(self.dev.arch)
+        compiled = self.compile(probe.ptx, "sm_clock.ptx")
+        functions = functions_of(compiled.cubin, self.dev.arch)
+        if verify is None:
+            probe.check(functions)
+        else:
+            verify(probe, functions)
+        fn = compiled.function(probe.entry)
         out = cp.zeros(3, dtype=np.int64)
-        self.launch(fn, (1,), (1,), (out, np.uint32(iters // 10)), name="sm_clock")  # ramp
-        self.launch(fn, (1,), (1,), (out, np.uint32(iters)), name="sm_clock")
-        self.wait("sm_clock", DEFAULT_WATCHDOG_S)
-        c, t, _ = (int(v) for v in out.get())
-        return c / t * 1000.0 if t > 0 else float("nan")
+        self.launch(fn, (1,), (1,), (out, np.uint32(iters // 10)), name=probe.name)  # ramp
+        self.launch(fn, (1,), (1,), (out, np.uint32(iters)), name=probe.name)
+        self.wait(probe.name, DEFAULT_WATCHDOG_S)
+        c, t, x = (int(v) for v in out.get())
+        return smclock.mhz(c, t, x, iters)
 
     def spin(self, seconds: float, *, timeout_s: float, name: str = "spin") -> None:
         """A kernel that spins for `seconds` (bounded, so it always ends) under the watchdog:
@@ -139,19 +154,6 @@ class Gpu:
         self.launch(fn, (1,), (1,), (np.uint64(int(seconds * 1e9)),), name=name)
         self.wait(name, timeout_s)
 
-
-SM_CLOCK_PTX = ptx.Kernel(
-    entry="sm_clock", params=[".param .u64 out_param", ".param .u32 iters"], clock=None,
-    decls=[".reg .b64 %out, %c0, %c1, %t0, %t1;", ".reg .b32 %n, %i, %x;",
-           ".reg .pred %p;"],
-    body=["ld.param.u64 %out, [out_param];", "ld.param.u32 %n, [iters];",
-          "mov.u32 %x, %n;", "mov.u32 %i, 0;", "mov.u64 %t0, %globaltimer;",
-          "mov.u64 %c0, %clock64;", "LOOP:", "mad.lo.u32 %x, %x, 1664525, 1013904223;",
-          "add.u32 %i, %i, 1;", "setp.lt.u32 %p, %i, %n;", "@%p bra LOOP;",
-          "mov.u64 %c1, %clock64;", "mov.u64 %t1, %globaltimer;",
-          "sub.s64 %c1, %c1, %c0;", "sub.s64 %t1, %t1, %t0;",
-          "st.global.u64 [%out], %c1;", "st.global.u64 [%out+8], %t1;",
-          "st.global.u32 [%out+16], %x;"]).render()
 
 SPIN_PTX = ptx.Kernel(
     entry="gpuchar_spin", params=[".param .u64 ns_param"], clock=None,

@@ -186,7 +186,7 @@ class RegionError(ValueError):
 
 # On sm_50..sm_62 a 64-bit clock read is a retry loop: CS2R CLOCKHI, CS2R CLOCKLO, CS2R CLOCKHI,
 # then "if the high words differ, count and retry". These opcodes close such a read.
-_RETRY_TAIL = ("ISETP.NE.U32.AND", "BRA", "IADD32I", "ISETP.GE.U32.AND", "BRA")
+RETRY_TAIL = ("ISETP.NE.U32.AND", "BRA", "IADD32I", "ISETP.GE.U32.AND", "BRA")
 
 
 def _is_clock_sr(ins: Instr) -> bool:
@@ -219,9 +219,9 @@ def clock_groups(func: Function) -> list[tuple[int, int]]:
         if len(three) == 3 and all(_is_clock_sr(i) for i in three) and \
                 _srs(three) == ["SR_CLOCKHI", "SR_CLOCKLO", "SR_CLOCKHI"]:
             k += 2
-            tail = [i.opcode for i in ins[k + 1:k + 1 + len(_RETRY_TAIL)]]
-            if tail == list(_RETRY_TAIL):
-                k += len(_RETRY_TAIL)
+            tail = [i.opcode for i in ins[k + 1:k + 1 + len(RETRY_TAIL)]]
+            if tail == list(RETRY_TAIL):
+                k += len(RETRY_TAIL)
         elif len(four) == 4 and _is_clock_sr(four[0]) and _is_clock_sr(four[1]) and \
                 four[2].opcode.startswith("ISETP") and _is_clock_sr(four[3]) and \
                 four[3].pred and _srs(four[:2] + four[3:]) == ["SR_CLOCKHI", "SR_CLOCKLO",

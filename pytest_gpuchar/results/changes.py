@@ -63,6 +63,13 @@ def number(v) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
 
+def measured_clock(snapshot: dict) -> str:
+    """A clock snapshot's measured SM clock ("1980.0 MHz"), or "invalid" and why: the clock
+    probe failed its check (core.smclock), so there is no number."""
+    err, mhz = snapshot.get("sm_clock_error"), snapshot.get("sm_clock_measured_mhz", "-")
+    return f"invalid ({err.splitlines()[0]})" if err else f"{mhz} MHz"
+
+
 def moved(old: dict, new: dict, noise_rel: float = NOISE_REL) -> bool:
     """Did a numeric value move beyond its noise: more than max(noise_rel x old, the unit's
     absolute noise, either run's own spread)?"""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..changes import measured_clock
 from .page import report_context
 
 GROUPS = (("regression", "Regressions"), ("change", "Changes within tolerance"),
@@ -21,8 +22,7 @@ def _environment(doc: dict) -> dict:
             "cuda_driver_api": before.get("cuda_driver_api", "-"),
             "cuda_runtime": before.get("cuda_runtime", "-"),
             "ptxas": ", ".join((env.get("toolkit") or {}).get("ptxas") or []) or "none",
-            "clock_start": before.get("sm_clock_measured_mhz", "-"),
-            "clock_end": after.get("sm_clock_measured_mhz", "-"),
+            "clock_start": measured_clock(before), "clock_end": measured_clock(after),
             "clock_max": before.get("sm_clock_max_mhz", "-"),
             "jit_cache": env.get("CUDA_CACHE_DISABLE"),
             "throttling": env.get("throttling") or [],

@@ -29,11 +29,11 @@ from .rows import MU, MU_SOURCE, PYRAMID, SIZES, App, Size
 
 # a kernel whose first timed launch took under SHORT_US between its events (the kernel and the
 # host's launch call; the warm-up's time also holds the module's loading) is launched
-# SHORT_REPEATS times: the small KNN sizes (a few us of kernel) scatter several % between
+# SHORT_LAUNCHES times: the small KNN sizes (a few us of kernel) scatter several % between
 # launches, and a median of 5 moved as much night to night (docs/models.md, lab notes); 25
 # launches cost them about a millisecond
 SHORT_US = 200.0
-SHORT_REPEATS = 25
+SHORT_LAUNCHES = Bounds(25)
 SAMPLE_ROWS = 64              # MM: rows of C checked against the float64 product
 CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
 CU_FUNC_ATTRIBUTE_NUM_REGS = 4
@@ -199,8 +199,8 @@ class KernelRun:
 
 def short_kernel(r: int, ms: float, reps: int) -> int:
     """After launch r (0: the warm-up) of `ms`: a kernel whose first timed launch took under
-    SHORT_US is launched SHORT_REPEATS times."""
-    return Bounds(SHORT_REPEATS).of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
+    SHORT_US is launched SHORT_LAUNCHES times."""
+    return SHORT_LAUNCHES.of(reps) if r == 1 and ms * 1000.0 < SHORT_US else reps
 
 
 def measure(session: Context, size: Size, arch: str) -> KernelRun:
@@ -215,7 +215,8 @@ def measure(session: Context, size: Size, arch: str) -> KernelRun:
     out = session.runner.measure(Plan(
         probe.name, {size.id: fn}, Launch(size.grid, size.block),
         lambda _: (lambda r, rec: (*job.args, rec)), repeats(session),
-        record=(warps, REC_WORDS), capacity=SHORT_REPEATS, sync_each=True, more=short_kernel))
+        record=(warps, REC_WORDS), capacity=SHORT_LAUNCHES.least, sync_each=True,
+        more=short_kernel))
     host = out.timed(size.id)           # the stamps of the timed launches that ran
     spans = [analysis.launch_span(h) for h in host]
     checks = job.check()
@@ -258,13 +259,17 @@ def parameters(session: Context, arch: str) -> tuple[params.Values, dict]:
 
 def _measured_data(run: KernelRun, session: Context) -> dict:
     dev = session.gpu.dev
-    mhz = session.provenance().get("sm_clock_measured_mhz") or dev.sm_clock_max_mhz
+    mhz = session.provenance().get("sm_clock_measured_mhz")   # None: the clock probe invalid
+    source = "measured (core.smclock, verified)" if mhz else "the board's max clock (no " \
+        "measured clock: see the run's sm_clock_error)"
+    mhz = mhz or dev.sm_clock_max_mhz
     gt = statistics.median(s.globaltimer_ns for s in run.spans)
     return {"per_launch": [round(c) for c in run.cycles.per_launch],
             "median_sm_cycles": round(statistics.median(s.median for s in run.spans)),
             "sms": run.spans[-1].sms, "warps_per_sm": list(run.spans[-1].warps),
             "globaltimer_ns": round(gt), "globaltimer_cycles": round(gt * mhz / 1000.0)
-            if mhz else None, "sm_clock_mhz": mhz, "event_us": round(run.wall_us, 2),
+            if mhz else None, "sm_clock_mhz": mhz, "sm_clock_source": source,
+            "event_us": round(run.wall_us, 2),
             "grid": list(run.size.grid), "block": list(run.size.block),
             "n_b": run.size.n_b, "registers": run.regs, "shared_bytes": run.shared,
             "footprint_bytes": run.size.footprint(), "l2_bytes": dev.l2_bytes,

@@ -11,16 +11,17 @@ import numpy as np
 
 from ...core.fit import fit
 from ...core.probe import Probe
-from ...core.runner import ChainError, Launch, Plan, Runner
+from ...core.runner import Bounds, ChainError, Launch, Plan, Runner
 from ...core.topic import Context
 from . import kernels
 from .analysis import BANK_POSITIONS, Geometry, bank_block, bank_end, bank_layout, geometry
 from .chains import Layout, random_layout, sequential_layout
 from .rows import (CHAIN_LENGTHS, FILL_REGION, LINE, SMEM_BYTES, STAIRCASE_PLACES,
-                   STAIRCASE_REPEATS, STRIDES, BankRow, ChaseKind, Space, Warm)
+                   STAIRCASE_LAUNCHES, STRIDES, BankRow, ChaseKind, Space, Warm)
 
 
-SWEEP_REPEATS = 3
+# an L1 staircase point, a fill stride: 3 launches, whatever --gpuchar-repeats asks
+SWEEP_LAUNCHES = Bounds(3, 3)
 PLACE_ALIGN = 2 * 2**20
 # staircase points whose chains are built ahead on the session's host workers while the GPU
 # chases the current one (a device-memory point's chain: 2 M pointers, a few tenths of a
@@ -253,11 +254,11 @@ class StairPoint:
     warm: str
 
 
-def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
-          deep_repeats: int = STAIRCASE_REPEATS) -> StairPoint:
+def point(session: Context, f: int, launches: Bounds = SWEEP_LAUNCHES,
+          deep_launches: Bounds = STAIRCASE_LAUNCHES) -> StairPoint:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) over a fresh random
-    single cycle of `f` bytes: `repeats` launches when walked before every launch (the L1
-    footprints), `deep_repeats` for the L2 and device-memory footprints, whose per-launch
+    single cycle of `f` bytes: `launches` when walked before every launch (the L1
+    footprints), `deep_launches` for the L2 and device-memory footprints, whose per-launch
     slopes scatter more, split over the places of the buffer staircase_places gives. The
     footprint is data (the chain uploaded to the shared buffer): every point launches the
     same compiled, SASS-verified kernels."""
@@ -267,7 +268,8 @@ def point(session: Context, f: int, repeats: int = SWEEP_REPEATS,
     w = geo.sweep_warm(f)
     offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
         if w == Warm.FIRST else [0]
-    per_place = repeats if w == Warm.EVERY else -(-deep_repeats // len(offsets))
+    per_place = launches.of(session.repeats) if w == Warm.EVERY else \
+        -(-deep_launches.of(session.repeats) // len(offsets))
     run = pooled([chase(session, probe, lay, repeats=per_place, warm=w, offset=o)
                   for o in offsets])
     fitted = fit(run.cycles, run.ops)
@@ -283,8 +285,8 @@ def layout_key(f: int) -> tuple:
     return ("memory", "stair_layout", f)
 
 
-def staircase(session: Context, repeats: int = SWEEP_REPEATS,
-              deep_repeats: int = STAIRCASE_REPEATS) -> Curve:
+def staircase(session: Context, launches: Bounds = SWEEP_LAUNCHES,
+              deep_launches: Bounds = STAIRCASE_LAUNCHES) -> Curve:
     """The cache staircase: a point (``point``) at every footprint of Geometry.sweep(), the
     next LAYOUTS_AHEAD points' chains built on the host while the GPU chases."""
     fs = geometry_of(session).sweep()
@@ -292,13 +294,13 @@ def staircase(session: Context, repeats: int = SWEEP_REPEATS,
     for i, f in enumerate(fs):
         for g in fs[i + 1:i + 1 + LAYOUTS_AHEAD]:
             session.runs.ahead(layout_key(g), lambda g=g: stair_layout(g))
-        pts.append(point(session, f, repeats, deep_repeats))
+        pts.append(point(session, f, launches, deep_launches))
     return Curve([p.footprint for p in pts], [p.latency for p in pts],
                  [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
                  [p.warm for p in pts])
 
 
-def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
+def fill_sweep(session: Context, launches: Bounds = SWEEP_LAUNCHES) -> Curve:
     """Mean latency of a forward ld.global.ca walk at each stride of STRIDES over a region
     held in the L2 but not the L1 (walked once with .cg first): misses are L1 fills from the
     L2, so the curve gives the L1 fill granularity.
@@ -315,7 +317,8 @@ def fill_sweep(session: Context, repeats: int = SWEEP_REPEATS) -> Curve:
         lay = sequential_layout(FILL_REGION // stride, stride)
         chase(session, warm_probe, lay, repeats=0, warm=Warm.NONE, flush=True,
               lengths={min(warm_probe.entries): lay.n})
-        run = chase(session, probe, lay, repeats=repeats, warm=Warm.NONE, flush=False)
+        run = chase(session, probe, lay, repeats=launches.of(session.repeats), warm=Warm.NONE,
+                    flush=False)
         fitted = fit(run.cycles, run.ops)
         fps.append(stride)
         lat.append(fitted.value)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...core import archs
+from ...core.runner import Bounds
 
 LINE = 128                      # bytes per pointer in random chases: one per 128-byte line
 # unrolled dependent loads per timed region: from 32 on ptxas keeps the guard's branch at every
@@ -17,11 +18,12 @@ LOOP_STEPS = (32, 64, 128)      # iterations of the timed chase loop
 # Launches of a device-memory row: each timed load goes to a fresh random line, so a launch's
 # chains scatter a few %; the slope of the medians of 15 launches moved about what that
 # scatter gives between back-to-back nights, and 60 halve it (docs/memory.md, lab notes)
-DRAM_REPEATS = 60
+DRAM_LAUNCHES = Bounds(60)
 # Launches per staircase point in the L2 and device memory (footprints past 1 MiB): the far-L2
 # plateau is the median of two or three such points, each a few % of per-launch scatter; with
-# 3 launches it moved about 2% between back-to-back nights (docs/memory.md, lab notes)
-STAIRCASE_REPEATS = 25
+# 3 launches it moved about 2% between back-to-back nights (docs/memory.md, lab notes); 25
+# whatever --gpuchar-repeats asks (the sweep has tens of points)
+STAIRCASE_LAUNCHES = Bounds(25, 25)
 # ... and from a quarter of the L2 to the L2 they are split over this many places of the
 # buffer: with 25 launches at one place the far plateau moved up to twice what its per-launch
 # scatter predicts between nights (docs/memory.md, lab notes): which pages the chain lies in

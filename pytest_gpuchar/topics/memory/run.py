@@ -9,7 +9,6 @@ from typing import Callable
 from ...core.build import Group
 from ...core.fit import Fit, fit
 from ...core.probe import NotApplicable
-from ...core.runner import Bounds
 from ...core.topic import Checked, Context
 from ...results import tolerances
 from ...results.judge import Measured, Measurement, Result, Status
@@ -20,8 +19,8 @@ from .analysis import (Plateau, bank_banks, fill_ambiguity, fill_granularity, fi
 from .capacity import (KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, find,
                        first_midpoint, levels)
 from .chase import Curve
-from .rows import (CHAIN_LENGTHS, DRAM_REPEATS, FILL_MODEL_LIMIT, FLAVOURS, LEVELS,
-                   STAIRCASE_PLACES, STAIRCASE_REPEATS, STRIDES, BankRow, Capacity, ChaseKind,
+from .rows import (CHAIN_LENGTHS, DRAM_LAUNCHES, FILL_MODEL_LIMIT, FLAVOURS, LEVELS,
+                   STAIRCASE_LAUNCHES, STAIRCASE_PLACES, STRIDES, BankRow, Capacity, ChaseKind,
                    LevelRow, Warm)
 
 
@@ -38,8 +37,8 @@ METHOD_STORE = ("(st.shared + dependent ld.shared of the same word) per step min
 LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
-               f"{STAIRCASE_REPEATS} launches past 1 MiB, split over {STAIRCASE_PLACES} places "
-               "of the buffer from a quarter of the L2 to the L2), bisected between two "
+               f"{STAIRCASE_LAUNCHES.least} launches past 1 MiB, split over "
+               f"{STAIRCASE_PLACES} places of the buffer from a quarter of the L2 to the L2), bisected between two "
                "staircase points (geometric mid-points, the same chase) to within "
                f"{KNEE_RESOLUTION:.0%} of the footprint: the largest footprint whose "
                f"latency is at most {KNEE_REL:.0%} above the lower level's plateau "
@@ -95,7 +94,7 @@ def latency(session: Context, level: LevelRow, arch: str) -> Measured:
     lay = _once(session, ("layout", level.footprint.value), lambda: level_layout(level, g))
     chain = kernels.chase_probe(level.flavour, arch, ChaseKind.CHAIN)
     loop = kernels.chase_probe(level.flavour, arch, ChaseKind.LOOP)
-    reps = Bounds(DRAM_REPEATS).of(session.repeats) if level.is_dram else session.repeats
+    reps = DRAM_LAUNCHES.of(session.repeats) if level.is_dram else session.repeats
     warm = level.policy
     unit, loop_unit = chase.verified(session, chain), chase.verified(session, loop)
     run = _once(session, ("chain", level.key),

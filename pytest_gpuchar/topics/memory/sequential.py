@@ -22,12 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.fit import fit
+from ...core.runner import Bounds
 from ...core.topic import Context
 from . import chase, kernels
 from .analysis import human_bytes, plateaus, without_rising_edge
 from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket
 from .chains import sequential_layout
-from .rows import LINE, STAIRCASE_REPEATS, ChaseKind, Warm
+from .rows import LINE, STAIRCASE_LAUNCHES, ChaseKind, Warm
 
 # the sweep's span, as fractions of the driver's L2 size: from past the near partition (half
 # the L2; one SM reads the near half at another latency, a knee this method does not look for)
@@ -81,7 +82,8 @@ def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL
                   rel=rel, resolution=resolution, line=LINE)
 
 
-def point(session: Context, f: int, repeats: int = STAIRCASE_REPEATS) -> tuple[float, float]:
+def point(session: Context, f: int,
+          launches: Bounds = STAIRCASE_LAUNCHES) -> tuple[float, float]:
     """(latency, spread) of the forward walk over `f` bytes: the staircase's chase kernel,
     places and warm-up policy (Geometry.sweep_warm: walked once in the first launch up to
     1.25 x the L2, beyond it no warm-up and the L2 flushed after the upload)."""
@@ -91,7 +93,7 @@ def point(session: Context, f: int, repeats: int = STAIRCASE_REPEATS) -> tuple[f
     warm = geo.sweep_warm(f)
     offsets = chase.staircase_places(f, geo.l2_bytes, chase.buffer(session).nbytes) \
         if warm == Warm.FIRST else [0]
-    per_place = -(-repeats // len(offsets))
+    per_place = -(-launches.of(session.repeats) // len(offsets))
     run = chase.pooled([chase.chase(session, probe, lay, repeats=per_place, warm=warm,
                                     offset=o) for o in offsets])
     fitted = fit(run.cycles, run.ops)
@@ -107,5 +109,5 @@ def sweep(session: Context, measure) -> WalkSweep:
 
 
 def method() -> str:
-    return METHOD.format(line=LINE, reps=STAIRCASE_REPEATS, lo=SPAN[0], hi=SPAN[1],
+    return METHOD.format(line=LINE, reps=STAIRCASE_LAUNCHES.least, lo=SPAN[0], hi=SPAN[1],
                          res=KNEE_RESOLUTION, rel=KNEE_REL)

@@ -14,7 +14,7 @@ from ...core.runner import Bounds, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, plots, streams
-from .rows import (BLOCK, DRAM_STREAM_REPEATS, RATE_SPREAD_REL, SHARED_PEAK,
+from .rows import (BLOCK, DRAM_STREAM_LAUNCHES, RATE_SPREAD_REL, SHARED_PEAK,
                    SHARED_PEAK_SOURCE, STREAMS, TMA_KNEE_SHARE, TMA_SIZES, TMA_STAGE, TMA_TRIPS,
                    Level, Region, Stream, StreamRow, TmaBwRow, hbm_peak)
 from . import state as st
@@ -68,9 +68,9 @@ def stream_windows(session: Context, probe: Probe, *, name: str, grid: int, smem
 
 
 def repeats_for(session: Context, level: Level) -> int:
-    """Launches per trip count of a stream: device memory DRAM_STREAM_REPEATS (its launches
+    """Launches per trip count of a stream: device memory DRAM_STREAM_LAUNCHES (its launches
     scatter 2-6%, a median of 7 moved up to 1.6% night to night), the others the session's."""
-    return Bounds(DRAM_STREAM_REPEATS).of(session.repeats) if level is Level.DRAM \
+    return DRAM_STREAM_LAUNCHES.of(session.repeats) if level is Level.DRAM \
         else session.repeats
 
 

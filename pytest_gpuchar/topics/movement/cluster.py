@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.fit import fit
-from ...core.runner import Bounds, ChainError, Order, Plan
+from ...core.runner import ChainError, Order, Plan
 from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, kernels, layouts, streams
 from .bandwidth import stream_measurement, stream_windows
 from .rows import (BARRIER_LENGTHS, DSM_LENGTHS, DSM_SLOTS, DSM_STREAM,
-                   LAUNCH_REPEATS, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
+                   CLUSTER_LAUNCHES, LAUNCH_WAVES, LINE, MAPA_LENGTHS, SHARED_REGION,
                    DsmRow, Sync, SyncRow)
 from . import state as st
 
@@ -186,7 +186,7 @@ def _measure_launch(session: Context, c: int, arch: str):
     else:
         session.runner.launcher.prepare(fn, name, smem)
         per_wave = st.sms(session)
-    reps = Bounds(LAUNCH_REPEATS).of(session.repeats)
+    reps = CLUSTER_LAUNCHES.of(session.repeats)
     out = session.runner.measure(Plan(
         name, {b: fn for b in LAUNCH_WAVES},
         lambda b: st.geometry((per_wave * b,), (32,), smem=smem, cluster=cluster),

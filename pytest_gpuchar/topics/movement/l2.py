@@ -17,7 +17,7 @@ from ...core.topic import Context
 from ...results.judge import Measured, Measurement
 from . import analysis, chases, layouts, plots
 from .rows import (DRAM_SPREAD_REL, L2_LENGTHS, L2_LINES, LOADED_LENGTHS,
-                   LOADED_REPEATS, LOADED_SHARES, LOADED_TRIPS, LOADED_WAIT_NS,
+                   LOADED_LAUNCHES, LOADED_SHARES, LOADED_TRIPS, LOADED_WAIT_NS,
                    L2Figure)
 from . import state as st
 from .state import passes
@@ -164,9 +164,9 @@ def _measure_loaded(session: Context, share: int, arch: str):
     name = f"{probe.name}/s{share}"
     st.built(session, probe)
     fns = st.functions(session, probe, LOADED_LENGTHS)
-    # as many launches as LOADED_REPEATS asks while no line of the buffer is visited twice
+    # as many launches as LOADED_LAUNCHES asks while no line of the buffer is visited twice
     capacity = st.big_bytes(session) // LOADED_BLOCK
-    reps, blocks = layouts.fresh_launches(session.repeats, LOADED_REPEATS, capacity,
+    reps, blocks = layouts.fresh_launches(session.repeats, LOADED_LAUNCHES, capacity,
                                           int(passes()) * sum(LOADED_LENGTHS))
     k = streamers(share, st.sms(session))
     big, dst = st.big(session), st.dst(session)

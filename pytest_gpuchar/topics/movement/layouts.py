@@ -4,7 +4,7 @@ mechanism reads), the heatmap's self-pointing lines, and the host's walk of ever
 end state every launch is checked against)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -52,12 +52,14 @@ class BlockChain:
 FRESH_SPARE = 8      # blocks a fresh-block chain holds beyond its launches' steps
 
 
-def fresh_launches(floor: int, want: int, capacity: int, per_launch: int) -> tuple[int, int]:
+def fresh_launches(asked: int, launches: Bounds, capacity: int,
+                   per_launch: int) -> tuple[int, int]:
     """(timed launches, chain blocks) of a chain whose every step goes to a block of its own
-    (device memory: no block twice): `want` launches after a warm-up, fewer where `capacity`
-    blocks cannot hold them, never fewer than `floor`; `per_launch` steps a launch."""
+    (device memory: no block twice): `launches` of the `asked` after a warm-up, its least
+    only as far as `capacity` blocks hold them (never fewer than asked); `per_launch` steps a
+    launch."""
     fit = (capacity - FRESH_SPARE) // per_launch - 1
-    reps = Bounds(want, room=fit).of(floor)
+    reps = replace(launches, room=fit).of(asked)
     return reps, (reps + 1) * per_launch + FRESH_SPARE
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ...core import archs
+from ...core.runner import Bounds
 
 # --- lengths (differential: every figure is a slope over these) ----------------------------------
 # Every length of a probe must keep the guard over its body the same way (core.probe.same_guard):
@@ -303,17 +304,17 @@ LOADED_WAIT_NS = 20_000_000             # the chaser waits at most 20 ms for the
 # the TMA device-memory chains: per-launch slopes scatter widely, so a median of 15 moved night
 # to night as sampling predicts; 60 launches (each transfer a block of its own). The figures
 # behind these repeat counts: docs/movement.md, lab notes
-TMA_DRAM_REPEATS = 60
+TMA_DRAM_LAUNCHES = Bounds(60)
 # device-memory streams: per-launch rates scatter a few %, so a median of 7 launches moved
 # about 1% night to night (the whole GPU's write rate); 28 launches halve that
-DRAM_STREAM_REPEATS = 28
+DRAM_STREAM_LAUNCHES = Bounds(28)
 # the loaded chase: per-launch slopes scatter widely under streaming load, and with 15
 # launches the median moved by a few % night to night; 60 launches halve that (about 1 s a
 # night)
-LOADED_REPEATS = 60
+LOADED_LAUNCHES = Bounds(60)
 # cluster launches: per-launch slopes scatter a few %, so a median of 7 moved about 2%
 # between back-to-back nights; 25 launches halve that
-LAUNCH_REPEATS = 25
+CLUSTER_LAUNCHES = Bounds(25)
 # the cp.async .cg chain: 32 nodes in one 4 KiB block sat in whichever L2 slices that block's
 # physical address hashes to, a mix of near and far fixed for the process: within a run its
 # launches agreed closely, between back-to-back nights it moved by a few %. Its nodes
@@ -321,7 +322,7 @@ LAUNCH_REPEATS = 25
 # ones, 25 launches: the median averages over the lines, not one block's mix
 CP_ASYNC_CG_NODES = 2048
 CP_ASYNC_CG_REGION = 32 * 2**20
-CP_ASYNC_CG_REPEATS = 25
+CP_ASYNC_CG_LAUNCHES = Bounds(25)
 # ... and each launch times other lines: the full range of its 25 per-launch slopes is several
 # % while their median repeats closely
 CP_ASYNC_CG_SPREAD_REL = 0.15

@@ -14,9 +14,9 @@ from ...results.judge import Measured, Measurement
 from . import chases, kernels, layouts
 from ...core.topic import Context
 from .layouts import TENSOR2D_BOX, TENSOR2D_WIDTH, TENSOR_ELEM, TENSOR1D_BOX
-from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_REPEATS,
+from .rows import (CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION, CP_ASYNC_CG_LAUNCHES,
                    CP_ASYNC_CG_SPREAD_REL, ASYNC_LENGTHS, DRAM_SPREAD_REL, FENCE_LENGTHS, LINE,
-                   MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_REPEATS, TMA_L2_BLOCKS,
+                   MBAR_LENGTHS, MULTICAST_LENGTHS, TMA_BYTES, TMA_DRAM_LAUNCHES, TMA_L2_BLOCKS,
                    TMA_LENGTHS, Async, Level, Mechanism, MulticastRow, TmaRow)
 from . import state as st
 from .state import passes
@@ -64,11 +64,11 @@ def _tensor_map(session: Context, mech: Mechanism, big):
 
 
 def tma_repeats(session: Context, row: TmaRow) -> tuple[int, int]:
-    """(launches, chain blocks) of a TMA latency row. Device memory: TMA_DRAM_REPEATS launches
+    """(launches, chain blocks) of a TMA latency row. Device memory: TMA_DRAM_LAUNCHES
     (fewer only where the buffer holds too few blocks), every transfer a block of its own."""
     if row.level is not Level.DRAM:
         return session.repeats, TMA_L2_BLOCKS
-    return layouts.fresh_launches(session.repeats, TMA_DRAM_REPEATS,
+    return layouts.fresh_launches(session.repeats, TMA_DRAM_LAUNCHES,
                                   layouts.tma_capacity(row.mechanism, st.big_bytes(session)),
                                   int(passes()) * sum(TMA_LENGTHS))
 
@@ -214,7 +214,7 @@ class AsyncChain(NamedTuple):
     nodes: int
     lines: int              # lines of the region the nodes are drawn from
     sparse: bool            # nodes at random over the region (else its first `nodes` lines)
-    least_launches: int
+    launches: Bounds        # timed launches of the session's repeats
     spread_rel: float       # the fit's stability limit on its per-launch slopes
 
 
@@ -226,8 +226,8 @@ def cp_async_layout(kind: Async) -> AsyncChain:
     and far slices (CP_ASYNC_CG_SPREAD_REL) while the median repeats."""
     if kind is Async.CP_ASYNC_CG:
         return AsyncChain(CP_ASYNC_CG_NODES, CP_ASYNC_CG_REGION // LINE, True,
-                          CP_ASYNC_CG_REPEATS, CP_ASYNC_CG_SPREAD_REL)
-    return AsyncChain(32, 32, False, 0, SPREAD_REL)
+                          CP_ASYNC_CG_LAUNCHES, CP_ASYNC_CG_SPREAD_REL)
+    return AsyncChain(32, 32, False, Bounds(), SPREAD_REL)
 
 
 def _measure_cp_async(session: Context, kind: Async, probe):
@@ -236,7 +236,7 @@ def _measure_cp_async(session: Context, kind: Async, probe):
     name = probe.name
     chain = cp_async_layout(kind)
     nodes = chain.nodes
-    reps = Bounds(chain.least_launches).of(session.repeats)
+    reps = chain.launches.of(session.repeats)
     buf = st.buffer(session, f"cp_async_{kind.value}", chain.lines * LINE)
     order = layouts.block_chain(nodes, chain.lines, LINE, st.rng(session), sparse=chain.sparse)
     nxt = np.roll(order.order, -1)

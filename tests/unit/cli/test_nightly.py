@@ -266,6 +266,15 @@ def test_throttling_flags():
     assert n.throttling(none, none) == []
 
 
+def test_an_invalid_clock_probe_reads_invalid_never_a_number():
+    bad = {"sm_clock_measured_mhz": None, "sm_clock_max_mhz": 1980.0,
+           "sm_clock_error": "ProbeInvalid: probe invalid: clock/sm_clock (sm_90): ...\nSASS"}
+    assert ch.measured_clock(bad) == "invalid (ProbeInvalid: probe invalid: clock/sm_clock " \
+                                     "(sm_90): ...)"
+    assert ch.measured_clock({"sm_clock_measured_mhz": 1980.0}) == "1980.0 MHz"
+    assert n.throttling(bad, bad) == []       # no made-up clock to flag
+
+
 def test_markdown_lists_old_new_tolerance_and_sass_diff():
     changes = ch.compare([R("latency.add", 6.0, status="fail")], [R("latency.add", 4.0)])
     changes.append(ch.Change("sass", "regression", key="test_x[sm_90]", detail="- A\n+ B"))

@@ -23,7 +23,7 @@ from .probes import TensorProbe, Unsupported, never_executed
 from ..wgmma.kernels import check_wgmma_log
 
 
-SWEEP_MIN_REPEATS = 15   # launches are microseconds; the interquartile ranges need a sample
+SWEEP_LAUNCHES = Bounds(15)   # launches are microseconds; the interquartile ranges need a sample
 
 
 # --- the modules --------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def run_sweep(session: Context, arch: str, repeats: int) -> Sweep:
 def sweep(session: Context, arch: str) -> Sweep:
     """The arch's sweep, measured once per session."""
     return session.runs.once(("tensor", "sweep", arch), lambda: run_sweep(
-        session, arch, Bounds(SWEEP_MIN_REPEATS).of(session.repeats)))
+        session, arch, SWEEP_LAUNCHES.of(session.repeats)))
 
 
 # --- static checks of whole modules ----------------------------------------------------------

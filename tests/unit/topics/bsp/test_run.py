@@ -183,18 +183,31 @@ def test_prediction_row(cupy, sm_90_tools, size_id):
     assert predicted.data["launch"]["reg_per_thread"] == 32
     assert "timed region start" in row.sass and "SR_GLOBALTIMERLO" in row.sass
     assert predicted.data["predicted_cycles_l2_resident"] < predicted.value
+    assert measured.data["sm_clock_source"].startswith("measured")
+
+
+def test_without_a_measured_clock_the_max_clock_is_named(cupy, sm_90_tools):
+    """The clock probe found invalid (no number): the globaltimer cycles use the board's max
+    clock, and the data says so."""
+    session = FakeSession()
+    session.provenance = lambda: {"device": "NVIDIA H200", "sm_count": SMS,
+                                  "sm_clock_measured_mhz": None}
+    measured = run.prediction(session, BY_ID["knn-42764"], "sm_90").figures[0]
+    assert measured.data["sm_clock_mhz"] == 1980.0
+    assert measured.data["sm_clock_source"].startswith("the board's max clock")
 
 
 def test_a_short_kernel_is_launched_more_often(cupy, sm_90_tools):
-    """A kernel whose first timed launch ran under SHORT_US gets SHORT_REPEATS timed launches
+    """A kernel whose first timed launch ran under SHORT_US gets SHORT_LAUNCHES timed launches
     (its launches scatter a few percent: the median of 5 moved 1-2.7% night to night); the
     warm-up's time, which includes loading the module, does not decide it."""
     times = iter([0.3] + [0.004] * 40)          # ms: the warm-up 300 us, then 4 us
     sys.modules["cupy"].cuda.get_elapsed_time = lambda a, b: next(times)
     session = FakeSession()
     kernel = run.measure(session, BY_ID["knn-42764"], "sm_90")
-    assert session.gpu.launches == run.SHORT_REPEATS + 1 and kernel.reps == run.SHORT_REPEATS
-    assert len(kernel.spans) == run.SHORT_REPEATS
+    short = run.SHORT_LAUNCHES.least
+    assert session.gpu.launches == short + 1 and kernel.reps == short
+    assert len(kernel.spans) == run.SHORT_LAUNCHES.least
 
 
 def test_whole_kernel_cycles_from_the_stamps(cupy, sm_90_tools):

@@ -101,8 +101,8 @@ def test_device_memory_row_checks_no_line_is_revisited():
     assert m.figures[0].data["tolerance"]["rel"] == 0.1
 
 
-@pytest.mark.parametrize("key, reps", [("dram_cv", rows.DRAM_REPEATS),
-                                       ("dram_ca", rows.DRAM_REPEATS), ("l2_hit", 7)])
+@pytest.mark.parametrize("key, reps", [("dram_cv", rows.DRAM_LAUNCHES.least),
+                                       ("dram_ca", rows.DRAM_LAUNCHES.least), ("l2_hit", 7)])
 def test_device_memory_rows_take_their_median_over_more_launches(key, reps, monkeypatch):
     from pytest_gpuchar.topics.memory import chase as chase_mod
     s = _session()
@@ -141,8 +141,8 @@ def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
         mixed = runs[0][1] == rows.Warm.FIRST and DEV.l2_bytes // 4 < f <= DEV.l2_bytes
         assert len(runs) == (rows.STAIRCASE_PLACES if mixed else 1)
         launches = sum(r for r, _, _ in runs)
-        assert launches == chase_mod.SWEEP_REPEATS if walked else \
-            launches >= rows.STAIRCASE_REPEATS
+        assert launches == chase_mod.SWEEP_LAUNCHES.least if walked else \
+            launches >= rows.STAIRCASE_LAUNCHES.least
         offsets = [o for _, _, o in runs]
         assert offsets[0] == 0 and len(set(offsets)) == len(offsets)
         assert all(o % (2 << 20) == 0 and o + f <= buf.nbytes for o in offsets)

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_gpuchar.core.runner import Bounds
 from pytest_gpuchar.topics.movement import layouts
 from pytest_gpuchar.topics.movement.layouts import (TENSOR1D_BOX, TENSOR2D_BOX, TENSOR2D_WIDTH,
                                                     box_xy)
@@ -70,7 +71,7 @@ def _read_step(mech: Mechanism, words: np.ndarray, pos: int) -> int:
 def test_fresh_launches_fit_their_chain(floor, want, capacity, per_launch):
     """A fresh-block chain holds a block for every step of the warm-up and every timed
     launch; it takes `want` launches when they fit, else as many as fit, never under `floor`."""
-    reps, blocks = layouts.fresh_launches(floor, want, capacity, per_launch)
+    reps, blocks = layouts.fresh_launches(floor, Bounds(want), capacity, per_launch)
     assert blocks == (reps + 1) * per_launch + layouts.FRESH_SPARE
     assert reps >= floor and (reps <= want or reps == floor)
     if reps > floor:            # not raised to the floor: it fits

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_gpuchar.core.build import Built
 from pytest_gpuchar.core.gpu import Gpu
-from pytest_gpuchar.core.runner import Runner
+from pytest_gpuchar.core.runner import Bounds, Runner
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import Verdict
 from pytest_gpuchar.session import RunCache
@@ -311,21 +311,21 @@ def test_tma_latency_rows_walk_their_chains(gpu):
 
 
 def test_tma_device_memory_chains_take_a_block_per_transfer(gpu, monkeypatch):
-    """A device-memory TMA row runs TMA_DRAM_REPEATS launches (their slopes scatter 11-18%:
+    """A device-memory TMA row runs TMA_DRAM_LAUNCHES launches (their slopes scatter 11-18%:
     the median of 15 moved up to 2% night to night) over a chain with a block for every
     transfer of every launch; where the buffer is too small, as many launches as fit."""
     per_launch = int(passes()) * sum(rows.TMA_LENGTHS)
     for mech in Mechanism:
         row = rows.TmaRow(mech, Level.DRAM)
         reps, blocks = transfer.tma_repeats(gpu, row)
-        assert reps == rows.TMA_DRAM_REPEATS and blocks >= (reps + 1) * per_launch
+        assert reps == rows.TMA_DRAM_LAUNCHES.least and blocks >= (reps + 1) * per_launch
         f = _one(run.tma_latency(gpu, row, ARCH), f"movement.tma.latency.{row.id}")
         assert f"median of {reps} launches" in f.method and len(f.data["cycles"][16]) == reps
     assert transfer.tma_repeats(gpu, rows.TmaRow(Mechanism.BULK, Level.L2)) == (
         gpu.repeats, rows.TMA_L2_BLOCKS)
     monkeypatch.setattr(st, "big_bytes", lambda session: 4 << 20)   # 4096 blocks of 1 KiB
     reps, blocks = transfer.tma_repeats(gpu, rows.TmaRow(Mechanism.PLAIN, Level.DRAM))
-    assert gpu.repeats <= reps < rows.TMA_DRAM_REPEATS and blocks <= (4 << 20) // 1024
+    assert gpu.repeats <= reps < rows.TMA_DRAM_LAUNCHES.least and blocks <= (4 << 20) // 1024
 
 
 def test_a_broken_chain_gives_no_number(gpu, monkeypatch):
@@ -386,7 +386,7 @@ def test_l2_streams_take_each_repeat_from_another_place(gpu, which):
     if which in ("tma_dram", "dram_read"):
         reps = bandwidth.repeats_for(gpu, Level.DRAM)
         assert {off for _, off in seen} == {0} and len(seen) == (reps + 1) * len(trips)
-        assert reps == rows.DRAM_STREAM_REPEATS
+        assert reps == rows.DRAM_STREAM_LAUNCHES.least
         return
     per_repeat = len(trips) + 1
     assert len(seen) == (gpu.repeats + 1) * per_repeat
@@ -411,7 +411,7 @@ def test_async_rows(gpu):
 def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
     """.cg: CP_ASYNC_CG_NODES lines at random over CP_ASYNC_CG_REGION, each timed launch
     starting where the last ended (the model walks the real chain, so every end offset is
-    checked), CP_ASYNC_CG_REPEATS launches; .ca keeps its 32 nodes in one 4 KiB block."""
+    checked), CP_ASYNC_CG_LAUNCHES launches; .ca keeps its 32 nodes in one 4 KiB block."""
     sim = gpu.runner.launcher
     starts = []
     launch = sim.launch
@@ -422,14 +422,15 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
         return launch(fn, grid, block, args, **kw)
     sim.launch = spy
     cg = run.async_row(gpu, rows.Async.CP_ASYNC_CG, ARCH).figures[0]
-    reps = max(gpu.repeats, rows.CP_ASYNC_CG_REPEATS)
+    reps = max(gpu.repeats, rows.CP_ASYNC_CG_LAUNCHES.least)
     assert f"median of {reps} launches" in cg.method and len(cg.data["cycles"][8]) == reps
     timed = starts[1:]
     assert len(timed) == (reps + 1) * len(rows.ASYNC_LENGTHS)
     assert len(set(timed)) == len(timed)                  # no launch repeats another's start
     assert len({o // (2 << 20) for o in timed}) == rows.CP_ASYNC_CG_REGION // (2 << 20)
     assert all(o % rows.LINE == 0 and o < rows.CP_ASYNC_CG_REGION for o in timed)
-    assert tuple(transfer.cp_async_layout(rows.Async.CP_ASYNC_CA)) == (32, 32, False, 0, 0.05)
+    assert tuple(transfer.cp_async_layout(rows.Async.CP_ASYNC_CA)) == (32, 32, False, Bounds(),
+                                                                       0.05)
     assert transfer.cp_async_layout(rows.Async.CP_ASYNC_CG).spread_rel == \
         rows.CP_ASYNC_CG_SPREAD_REL and not cg.unstable
     ca = run.async_row(gpu, rows.Async.CP_ASYNC_CA, ARCH).figures[0]
@@ -438,7 +439,7 @@ def test_cp_async_cg_walks_lines_spread_over_many_pages(gpu):
 
 def test_cluster_launches_take_their_median_over_more_launches(gpu):
     f = run.launch(gpu, 4, ARCH).figures[0]
-    assert f"median over {max(gpu.repeats, rows.LAUNCH_REPEATS)} launches" in f.method
+    assert f"median over {max(gpu.repeats, rows.CLUSTER_LAUNCHES.least)} launches" in f.method
 
 
 def test_bandwidth_rows_and_staircase(gpu, artifact, tmp_path):

@@ -126,7 +126,7 @@ def test_sweep_on_a_fake_gpu(fake_cupy, monkeypatch):
     their loop accounting and trip counts, and SASS come from the points."""
     row, session = _session(monkeypatch)
     s = run.sweep(session, "sm_80")
-    assert s is run.sweep(session, "sm_80") and s.repeats == run.SWEEP_MIN_REPEATS
+    assert s is run.sweep(session, "sm_80") and s.repeats == run.SWEEP_LAUNCHES.least
     assert s.skipped[("mma/f16.f32.m16n8k16/ilp2", 12)].startswith("384 threads exceed")
     assert s.skipped[("mma/f16.f32.m16n8k16/ilp1", 16)] == \
         "launch refused: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
@@ -136,7 +136,7 @@ def test_sweep_on_a_fake_gpu(fake_cupy, monkeypatch):
     p8 = kernels.sweep_probe(row, "sm_80", 1)
     trips = p8.trips(8 * 32, p8.steps)
     done = [t for e, n, t in _Kernel.launches if e == p8.entries[p8.steps] and n == 256]
-    assert sorted(set(done)) == list(trips) and len(done) == 3 * (run.SWEEP_MIN_REPEATS + 1)
+    assert sorted(set(done)) == list(trips) and len(done) == 3 * (run.SWEEP_LAUNCHES.least + 1)
     assert pts[(8, 1)].trips == trips and not pts[(8, 1)].unstable
     assert pts[(1, 1)].latency == pytest.approx(16.0) and not pts[(1, 1)].unstable
     assert s.loops["mma/f16.f32.m16n8k16/ilp1"] == {str(rows.STEPS): {
