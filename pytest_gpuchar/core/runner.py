@@ -395,8 +395,12 @@ class Runner:
 
     @staticmethod
     def to_device(values: np.ndarray):
+        """The values in device memory in C order, which is how every kernel reads a buffer:
+        CuPy keeps a Fortran-ordered host array's order on the device, and a kernel reading
+        it as C-ordered gets its elements in other places (an F-ordered (T, 32, 1) fragment
+        array scrambled the m16n8k8 f16/bf16 B operands: docs/numerics.md)."""
         import cupy as cp
-        return cp.asarray(values)
+        return cp.asarray(np.ascontiguousarray(values))
 
     @staticmethod
     def full(shape, value, dtype):
@@ -409,7 +413,7 @@ class Runner:
         """buf[idx] = values on the device (both uploaded first, the values before the
         indices)."""
         import cupy as cp
-        buf[cp.asarray(idx)] = cp.asarray(values)
+        buf[cp.asarray(np.ascontiguousarray(idx))] = cp.asarray(np.ascontiguousarray(values))
 
     @staticmethod
     def function_attribute(fn, name: str, code: int) -> int:

@@ -94,7 +94,8 @@ def pack(s: MmaRow, which: str, bits: np.ndarray) -> np.ndarray:
     per = 32 // w
     el = el.reshape(el.shape[0], 32, -1, per)
     shifts = (np.arange(per, dtype=np.uint64) * np.uint64(w))
-    return (el << shifts).sum(axis=-1).astype(np.uint32)
+    # C order: a kernel reads the registers as C-ordered memory (docs/numerics.md, finding 2)
+    return np.ascontiguousarray((el << shifts).sum(axis=-1).astype(np.uint32))
 
 
 def unpack(s: MmaRow, which: str, regs: np.ndarray) -> np.ndarray:

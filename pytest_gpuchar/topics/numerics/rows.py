@@ -79,24 +79,17 @@ ELEMENTWISE = {"bf16-f32": "bf16.m16n8k16.f32", "f16-f32": "f16.m16n8k16.f32",
                "f16-f16": "f16.m16n8k16.f16", "tf32-f32": "tf32.m16n8k8.f32",
                "e4m3-f32": "e4m3.m16n8k32.f32", "e5m2-f32": "e5m2.m16n8k32.f32"}
 # The chain matmul multiplies 16x8 by 8x8 as the paper's m16n8k8 does. FP16/BF16 run it on
-# m16n8k16 with the upper half of k zero (zero products change no sum): the m16n8k8 f16/bf16
-# kernels' results did not match the PTX ISA fragment layout on sm_90 (see
-# KNOWN_LAYOUT_ANOMALIES and docs/numerics.md), TF32 uses its own m16n8k8.
+# m16n8k16 with the upper half of k zero (zero products change no sum); TF32 uses its own
+# m16n8k8. (The f16/bf16 chains moved to m16n8k16 while the m16n8k8 f16/bf16 results seemed
+# not to follow the PTX ISA layout on sm_90; that was the harness: docs/numerics.md.)
 CHAIN = {"tf32": "tf32.m16n8k8.f32", "bf16": "bf16.m16n8k16.f32", "f16": "f16.m16n8k16.f32"}
 CHAIN_K = 8
 
-# Seen on sm_90 (JIT SASS one HMMA.1688.F32[.BF16], identical to ptxas; the board and driver:
-# docs/numerics.md, results/sm_90/numerics/layout-probe.txt): the m16n8k8 f16/bf16 mma.sync
-# does not compute A@B under the PTX ISA fragment layout. A one-hot A[r][c] gives a row r of
-# D that is the same for every column n (the B value held in half c%2 of lane
-# (4*(r%8) + c//2)//2), while the same harness matches the layout exactly for m16n8k16
-# f16/bf16, m16n8k8 tf32 and m16n8k32 fp8. Unexplained (a driver/hardware issue or a gap in our reading of the ISA);
-# kept visible as an expected failure that must keep reproducing: if it stops (a driver
-# fix), the test fails and the entry must go.
-KNOWN_LAYOUT_ANOMALIES = {
-    ("sm_90", "f16.m16n8k8.f32"): "m16n8k8 f16 results do not follow the PTX ISA layout on H200",
-    ("sm_90", "bf16.m16n8k8.f32"): "m16n8k8 bf16 results do not follow the PTX ISA layout on H200",
-}
+# (arch, row) -> a layout anomaly that must keep reproducing: an expected failure while it
+# does, a failure once it stops (the entry must go). None known. The two sm_90 entries
+# ("m16n8k8 f16/bf16 results do not follow the PTX ISA layout on H200", 2026-11) were the
+# harness's: the one-register B fragments went to the GPU in Fortran order (docs/numerics.md).
+KNOWN_LAYOUT_ANOMALIES: dict[tuple[str, str], str] = {}
 
 
 # --- seed 004 section 8.1, Tables 12-15: element-wise profiling -----------------------------

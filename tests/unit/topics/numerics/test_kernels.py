@@ -32,6 +32,20 @@ class TestLayouts:
             assert regs.shape == (3, 32, kernels.n_regs(s, which)) and regs.dtype == np.uint32
             assert np.array_equal(kernels.unpack(s, which, regs), bits)
 
+    def test_registers_are_c_ordered_on_both_paths(self, s, monkeypatch):
+        """A kernel reads its fragment buffer as C-ordered memory: an F-ordered array (the old
+        packer's (T, 32, 1) B of m16n8k8 f16/bf16) reached the GPU F-ordered and scrambled."""
+        rng = np.random.default_rng(2)
+        for fast in (True, False):
+            with monkeypatch.context() as m:
+                if not fast:
+                    m.setattr(kernels, "_whole_words", lambda w: False)
+                for which, shape in (("a", (5, s.m, s.k)), ("b", (5, s.k, s.n)),
+                                     ("c", (5, s.m, s.n))):
+                    t = reference.numtype(s.c_type if which == "c" else s.in_type)
+                    bits = rng.integers(0, 2 ** t.bits, shape).astype(t.uint)
+                    assert kernels.pack(s, which, bits).flags.c_contiguous, (which, fast)
+
     def test_whole_word_registers_are_the_shifted_sums(self, s, monkeypatch):
         rng = np.random.default_rng(1)
         for which, shape in (("a", (3, s.m, s.k)), ("b", (3, s.k, s.n)), ("c", (3, s.m, s.n))):
