@@ -86,9 +86,9 @@ CHAIN = {"tf32": "tf32.m16n8k8.f32", "bf16": "bf16.m16n8k16.f32", "f16": "f16.m1
 CHAIN_K = 8
 
 # (arch, row) -> a layout anomaly that must keep reproducing: an expected failure while it
-# does, a failure once it stops (the entry must go). None known. The two sm_90 entries
-# ("m16n8k8 f16/bf16 results do not follow the PTX ISA layout on H200", 2026-11) were the
-# harness's: the one-register B fragments went to the GPU in Fortran order (docs/numerics.md).
+# does, a failure once it stops (the entry must go). None known: the m16n8k8 f16/bf16 entries
+# once here were the harness's, one-register B fragments uploaded in Fortran order
+# (docs/numerics.md, finding 2).
 KNOWN_LAYOUT_ANOMALIES: dict[tuple[str, str], str] = {}
 
 
