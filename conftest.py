@@ -10,7 +10,16 @@ again, and so did each of the pytest and nightly runs the unit tests start in su
 (about a second each). The tests' own runs keep it in pytest's cache directory instead
 (`.pytest_cache/d/pycache`, through sys.pycache_prefix and PYTHONPYCACHEPREFIX for the
 subprocesses), so no __pycache__ lands beside the sources; -p no:cacheprovider or
-`pytest --cache-clear` leave it as Python was told."""
+`pytest --cache-clear` leave it as Python was told.
+
+Distribution: `pytest -n N` here without a GPU (the project's test command on a CI machine)
+uses pytest-xdist's work stealing, unless --dist or --gpuchar-distribute is given. The
+plugin's split distribution (loadgroup) falls back to whole test modules under pytest 9.2
+with pytest-xdist 3.8 (pytest-xdist#1386): the last long module ran alone on one worker
+while the other idled, and the controller's load-scope bookkeeping counted every test it had
+handed out once per finished test (tens of seconds of the controller's CPU over this
+repository's 15,000 tests). On a GPU host the plugin's distribution is kept (a topic's
+hardware tests share one worker's measurements)."""
 import os
 import sys
 
@@ -19,12 +28,30 @@ import pytest
 _SAVED = "gpuchar_bytecode_env"
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     if not config.pluginmanager.has_plugin("gpuchar"):
         raise pytest.UsageError(
             "this repository's tests need the gpuchar plugin (pytest_gpuchar.plugin): run "
             "them without -p no:gpuchar, with the package installed (pip install -e .)")
     _keep_bytecode(config)
+    _steal_work_without_a_gpu(config)
+
+
+def _steal_work_without_a_gpu(config) -> None:
+    """-n N, no GPU, no distribution asked for: pytest-xdist's worksteal (module docstring).
+    Runs before the plugin's pytest_configure, which keeps a --dist it did not set."""
+    opt = config.option
+    if (hasattr(config, "workerinput") or not getattr(opt, "numprocesses", None)
+            or getattr(opt, "dist", "no") not in ("no", "load")
+            or config.getoption("gpuchar_distribute", None)):
+        return
+    if any(a == "-d" or a.startswith(("--dist", "--gpuchar-distribute"))
+           for a in config.invocation_params.args):
+        return
+    from pytest_gpuchar.core import device
+    if os.environ.get("GPUCHAR_NO_GPU") or device.device_count() == 0:
+        opt.dist = "worksteal"
 
 
 def _keep_bytecode(config) -> None:

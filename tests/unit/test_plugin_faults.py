@@ -480,7 +480,10 @@ def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu)
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
                           "-p", "no:hypothesispytest", "test_slow.py"], cwd=pytester.path,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         # SIGINT at its default, not ignored as a background shell job
+                         # hands it down (tests/unit/cli/test_cli_inputs._default_sigint)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(8)
     os.killpg(p.pid, signal.SIGINT)
     out, _ = p.communicate(timeout=120)

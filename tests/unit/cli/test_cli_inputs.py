@@ -170,6 +170,15 @@ def test_slow():
 """
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default. A test run started in the
+    background of a non-interactive shell (`nohup pytest ... &`) hands its children SIGINT
+    ignored, Python keeps an ignored SIGINT ignored, and the Ctrl-C never reached the run
+    under test (it ran its 60 s to the end and exited 0)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted(cmd: list[str], cwd: Path, ready) -> tuple[int, str]:
     """Start `cmd` in its own process group, Ctrl-C it (SIGINT to the group, as a terminal
     does) once ready() holds, and return its exit code and output."""
@@ -179,7 +188,8 @@ def _interrupted(cmd: list[str], cwd: Path, ready) -> tuple[int, str]:
     import time
     p = subprocess.Popen([sys.executable, *cmd], cwd=cwd, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True, start_new_session=True,
-                         env={**os.environ, "GPUCHAR_NO_GPU": "1"})
+                         env={**os.environ, "GPUCHAR_NO_GPU": "1"},
+                         preexec_fn=_default_sigint)
     deadline = time.time() + 120
     while not ready() and time.time() < deadline and p.poll() is None:
         time.sleep(0.2)
