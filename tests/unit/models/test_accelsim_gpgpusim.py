@@ -27,8 +27,9 @@ def _harness():
     return mod
 
 
-@pytest.fixture(scope="module")
-def parsed(tmp_path_factory):
+def _check(results: Path, build: Path) -> dict:
+    """tools/accel-sim/check_config.py on one committed run's config (skips with the reason
+    without a compiler or the simulator's source)."""
     cc = _harness()
     if cc.compiler() is None:
         pytest.skip("no C++ compiler (g++ / c++ or $CXX) to build gpgpu-sim's option parser")
@@ -36,10 +37,14 @@ def parsed(tmp_path_factory):
         pytest.skip("no gpgpu-sim source: set GPGPUSIM_SRC to a clone (or git directory) of "
                     "accel-sim/gpgpu-sim_distribution, or run tools/accel-sim/fetch_source.sh "
                     "(needs github.com)")
-    args = SimpleNamespace(results=H100, arch="sm_90", gpgpusim=None, accelsim=None,
-                           ref=cc.REF, fragment=None,
-                           build=tmp_path_factory.mktemp("accel-sim-build"), json=None)
+    args = SimpleNamespace(results=results, arch="sm_90", gpgpusim=None, accelsim=None,
+                           ref=cc.REF, fragment=None, build=build, json=None)
     return cc.check(args)
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory):
+    return _check(H100, tmp_path_factory.mktemp("accel-sim-build"))
 
 
 def test_gpgpusim_parser_reads_every_value_of_the_fragments(parsed):
@@ -77,17 +82,7 @@ H200 = ROOT / "results/sm_90/nvidia-h200/gpuchar-results.json.gz"
 
 @pytest.fixture(scope="module")
 def parsed_h200(tmp_path_factory):
-    cc = _harness()
-    if cc.compiler() is None:
-        pytest.skip("no C++ compiler (g++ / c++ or $CXX) to build gpgpu-sim's option parser")
-    if cc.find_source(None, "GPGPUSIM_SRC", "gpgpu-sim_distribution") is None:
-        pytest.skip("no gpgpu-sim source: set GPGPUSIM_SRC to a clone (or git directory) of "
-                    "accel-sim/gpgpu-sim_distribution, or run tools/accel-sim/fetch_source.sh "
-                    "(needs github.com)")
-    args = SimpleNamespace(results=H200, arch="sm_90", gpgpusim=None, accelsim=None,
-                           ref=cc.REF, fragment=None,
-                           build=tmp_path_factory.mktemp("accel-sim-h200"), json=None)
-    return cc.check(args)
+    return _check(H200, tmp_path_factory.mktemp("accel-sim-h200"))
 
 
 def test_the_whole_h200_config_parses_alone_with_the_measured_l2(parsed_h200):
