@@ -204,6 +204,12 @@ class Curve:
     smids: list[int]
     warm: list[str]
 
+    @classmethod
+    def of_points(cls, pts: list["StairPoint"]) -> "Curve":
+        return cls([p.footprint for p in pts], [p.latency for p in pts],
+                   [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
+                   [p.warm for p in pts])
+
     def as_data(self) -> dict:
         return {"footprint_bytes": self.footprints,
                 "latency_cycles": [round(v, 2) for v in self.latency],
@@ -255,16 +261,19 @@ class StairPoint:
 
 
 def point(session: Context, f: int, launches: Bounds = SWEEP_LAUNCHES,
-          deep_launches: Bounds = STAIRCASE_LAUNCHES) -> StairPoint:
+          deep_launches: Bounds = STAIRCASE_LAUNCHES,
+          layout: Layout | None = None) -> StairPoint:
     """Load-to-use latency (ld.global.ca chase, slope over CHAIN_LENGTHS) over a fresh random
     single cycle of `f` bytes: `launches` when walked before every launch (the L1
     footprints), `deep_launches` for the L2 and device-memory footprints, whose per-launch
     slopes scatter more, split over the places of the buffer staircase_places gives. The
     footprint is data (the chain uploaded to the shared buffer): every point launches the
-    same compiled, SASS-verified kernels."""
+    same compiled, SASS-verified kernels. `layout`: another chain over the footprint (the
+    second L2 method's forward walk) in place of the random cycle."""
     geo = geometry_of(session)
     probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
-    lay = session.runs.take(layout_key(f), lambda: stair_layout(f))
+    lay = layout if layout is not None else \
+        session.runs.take(layout_key(f), lambda: stair_layout(f))
     w = geo.sweep_warm(f)
     offsets = staircase_places(f, geo.l2_bytes, buffer(session).nbytes) \
         if w == Warm.FIRST else [0]
@@ -295,9 +304,7 @@ def staircase(session: Context, launches: Bounds = SWEEP_LAUNCHES,
         for g in fs[i + 1:i + 1 + LAYOUTS_AHEAD]:
             session.runs.ahead(layout_key(g), lambda g=g: stair_layout(g))
         pts.append(point(session, f, launches, deep_launches))
-    return Curve([p.footprint for p in pts], [p.latency for p in pts],
-                 [p.spread for p in pts], sorted({m for p in pts for m in p.smids}),
-                 [p.warm for p in pts])
+    return Curve.of_points(pts)
 
 
 def fill_sweep(session: Context, launches: Bounds = SWEEP_LAUNCHES) -> Curve:

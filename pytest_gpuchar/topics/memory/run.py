@@ -293,11 +293,11 @@ def _l2(session: Context, found: dict, g, data: dict, arch: str) -> Measured:
 
 def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured:
     """The L2 capacity by a forward walk (sequential.py), beside the random chase's."""
-    def measure(f: int) -> tuple[float, float]:
+    def measure(f: int) -> chase.StairPoint:
         return _once(session, ("sequential", f), lambda: sequential.point(session, f))
     sw = _once(session, ("sequential_sweep",), lambda: sequential.sweep(session, measure))
     b = _once(session, ("sequential_knee",), lambda: sequential.knee(
-        sw.footprints, sw.latency, lambda f: measure(f)[0]))
+        sw.footprints, sw.latency, lambda f: measure(f).latency))
     if isinstance(b, str):
         return Measured(checks=[f"the sequential L2 knee: {b}: {sw.as_data()}"])
     driver = int(session.gpu.dev.l2_bytes or 0)

@@ -19,16 +19,13 @@ The pure part (``knee``) is unit-tested; ``point`` and ``measure`` launch throug
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ...core.fit import fit
 from ...core.runner import Bounds
 from ...core.topic import Context
-from . import chase, kernels
+from . import chase
 from .analysis import human_bytes, plateaus, without_rising_edge
 from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket
 from .chains import sequential_layout
-from .rows import LINE, STAIRCASE_LAUNCHES, ChaseKind, Warm
+from .rows import LINE, STAIRCASE_LAUNCHES
 
 # the sweep's span, as fractions of the driver's L2 size: from past the near partition (half
 # the L2; one SM reads the near half at another latency, a knee this method does not look for)
@@ -48,18 +45,6 @@ def footprints(grid: list[int], l2_bytes: int) -> list[int]:
     """The staircase grid's footprints inside SPAN x the L2."""
     lo, hi = SPAN[0] * l2_bytes, SPAN[1] * l2_bytes
     return [f for f in grid if lo <= f <= hi]
-
-
-@dataclass
-class WalkSweep:
-    footprints: list[int]
-    latency: list[float]
-    spread: list[float]
-
-    def as_data(self) -> dict:
-        return {"footprint_bytes": self.footprints,
-                "latency_cycles": [round(v, 2) for v in self.latency],
-                "spread_cycles": [round(v, 2) for v in self.spread]}
 
 
 def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL,
@@ -83,29 +68,20 @@ def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL
 
 
 def point(session: Context, f: int,
-          launches: Bounds = STAIRCASE_LAUNCHES) -> tuple[float, float]:
-    """(latency, spread) of the forward walk over `f` bytes: the staircase's chase kernel,
-    places and warm-up policy (Geometry.sweep_warm: walked once in the first launch up to
-    1.25 x the L2, beyond it no warm-up and the L2 flushed after the upload)."""
-    geo = chase.geometry_of(session)
-    probe = kernels.chase_probe("ca", session.gpu.dev.arch, ChaseKind.CHAIN)
-    lay = sequential_layout(f // LINE, LINE)
-    warm = geo.sweep_warm(f)
-    offsets = chase.staircase_places(f, geo.l2_bytes, chase.buffer(session).nbytes) \
-        if warm == Warm.FIRST else [0]
-    per_place = -(-launches.of(session.repeats) // len(offsets))
-    run = chase.pooled([chase.chase(session, probe, lay, repeats=per_place, warm=warm,
-                                    offset=o) for o in offsets])
-    fitted = fit(run.cycles, run.ops)
-    return fitted.value, fitted.spread
+          launches: Bounds = STAIRCASE_LAUNCHES) -> chase.StairPoint:
+    """The forward walk over `f` bytes: the staircase's point
+    (chase.point: its chase kernel, places and warm-up policy, Geometry.sweep_warm: walked
+    once in the first launch up to 1.25 x the L2, beyond it no warm-up and the L2 flushed
+    after the upload) with the walk's chain, `launches` at every footprint."""
+    return chase.point(session, f, launches, launches,
+                       layout=sequential_layout(f // LINE, LINE))
 
 
-def sweep(session: Context, measure) -> WalkSweep:
-    """The sequential walk at the staircase grid's footprints inside SPAN."""
+def sweep(session: Context, measure) -> chase.Curve:
+    """The sequential walk at the staircase grid's footprints inside SPAN (`measure(f)`: a
+    StairPoint)."""
     geo = chase.geometry_of(session)
-    fps = footprints(geo.sweep(), geo.l2_bytes)
-    pts = [measure(f) for f in fps]
-    return WalkSweep(fps, [p[0] for p in pts], [p[1] for p in pts])
+    return chase.Curve.of_points([measure(f) for f in footprints(geo.sweep(), geo.l2_bytes)])
 
 
 def method() -> str:
