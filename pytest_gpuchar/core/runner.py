@@ -413,7 +413,7 @@ class Runner:
         """buf[idx] = values on the device (both uploaded first, the values before the
         indices)."""
         import cupy as cp
-        buf[cp.asarray(np.ascontiguousarray(idx))] = cp.asarray(np.ascontiguousarray(values))
+        buf[cp.asarray(idx)] = cp.asarray(values)
 
     @staticmethod
     def function_attribute(fn, name: str, code: int) -> int:

@@ -23,7 +23,7 @@ from .build import Builds, Built, Group
 from .gpu import Gpu
 from .probe import Probe
 from .runner import Runner
-from .topic_list import TOPICS, TopicInfo, TopicTaken, expectation_topics, register
+from .topic_list import TOPICS, TopicInfo, TopicTaken, register
 from .verify import Verdict
 
 T = TypeVar("T")
