@@ -23,28 +23,44 @@ from ...core.runner import Bounds
 from ...core.topic import Context
 from . import chase
 from .analysis import human_bytes, plateaus, without_rising_edge
-from .capacity import KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket
+from .capacity import (KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket,
+                       midpoint)
 from .chains import sequential_layout
 from .rows import LINE, STAIRCASE_LAUNCHES
 
 # the sweep's span, as fractions of the driver's L2 size: from past the near partition (half
 # the L2; one SM reads the near half at another latency, a knee this method does not look for)
-# to the device-memory plateau
-SPAN = (0.55, 2.6)
+# to the device-memory plateau (three grid points of it)
+SPAN = (0.55, 2.0)
+# below LEVEL x the L2 the sweep adds the geometric mid-point of each pair of grid points: the
+# L2 level is the median of four points, not of two. With two, one point read a few percent
+# low set the level (and its limit) under the L2's true latency, and the bisection then read
+# the walk's own L2 hits as misses: one board's forward walk read 41.5 MiB on one night and
+# 57 MiB on the next (docs/memory.md)
+LEVEL = 0.9
 
 METHOD = ("knee of a sequential walk (pointer i -> i + 1, one per {line} B line over the "
           "footprint, address order; the staircase's ld.global.ca chase kernel, slope over "
           "the same chain lengths, median of {reps} launches over the staircase's places of "
           "the buffer, the staircase's warm-up policy) at the staircase's "
-          "footprints from {lo:.2f} to {hi:.1f} x the driver's L2, bisected (geometric "
+          "footprints from {lo:.2f} to {hi:.1f} x the driver's L2 and their geometric "
+          "mid-points below {level:.1f} x (the L2 level: the median of its points), bisected "
+          "(geometric "
           "mid-points, the same walk) to within {res:.0%}: the largest footprint whose latency "
           "is at most {rel:.0%} above the far-L2 plateau; not a random chase")
 
 
 def footprints(grid: list[int], l2_bytes: int) -> list[int]:
-    """The staircase grid's footprints inside SPAN x the L2."""
+    """The staircase grid's footprints inside SPAN x the L2, and below LEVEL x the L2 the
+    geometric mid-point of each pair of grid points (a whole number of lines): the L2 level
+    sampled at twice the grid's density."""
     lo, hi = SPAN[0] * l2_bytes, SPAN[1] * l2_bytes
-    return [f for f in grid if lo <= f <= hi]
+    points = set(f for f in grid if lo <= f <= hi)
+    for a, b in zip(grid, grid[1:]):
+        m = midpoint(a, b, LINE)
+        if lo <= m and b <= LEVEL * l2_bytes:
+            points.add(m)
+    return sorted(points)
 
 
 def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL,
@@ -78,12 +94,11 @@ def point(session: Context, f: int,
 
 
 def sweep(session: Context, measure) -> chase.Curve:
-    """The sequential walk at the staircase grid's footprints inside SPAN (`measure(f)`: a
-    StairPoint)."""
+    """The sequential walk at `footprints` (`measure(f)`: a StairPoint)."""
     geo = chase.geometry_of(session)
     return chase.Curve.of_points([measure(f) for f in footprints(geo.sweep(), geo.l2_bytes)])
 
 
 def method() -> str:
     return METHOD.format(line=LINE, reps=STAIRCASE_LAUNCHES.least, lo=SPAN[0], hi=SPAN[1],
-                         res=KNEE_RESOLUTION, rel=KNEE_REL)
+                         level=LEVEL, res=KNEE_RESOLUTION, rel=KNEE_REL)
