@@ -45,18 +45,25 @@ def _init(parent: int) -> None:
 
 def _call(spill: str, fn: Callable[..., Any], args: tuple) -> tuple:
     """In a worker: fn(*args) as (its pickle, the file of its arrays' bytes or None, each
-    array's byte count)."""
+    array's byte count); where the file cannot be written (a full /dev/shm: a container's
+    is 64 MB by default), the arrays travel in the pickle."""
+    value = fn(*args)
     buffers: list = []
-    data = pickle.dumps(fn(*args), protocol=5, buffer_callback=buffers.append)
+    data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     if not buffers:
         return data, None, []
-    fd, path = tempfile.mkstemp(dir=spill, prefix="job-")
-    sizes = []
-    with os.fdopen(fd, "wb") as f:
-        for b in buffers:
-            raw = b.raw()
-            f.write(raw)
-            sizes.append(raw.nbytes)
+    path, sizes = None, []
+    try:
+        fd, path = tempfile.mkstemp(dir=spill, prefix="job-")
+        with os.fdopen(fd, "wb") as f:
+            for b in buffers:
+                raw = b.raw()
+                f.write(raw)
+                sizes.append(raw.nbytes)
+    except OSError:
+        if path is not None:
+            os.unlink(path)
+        return pickle.dumps(value, protocol=5), None, []
     return data, path, sizes
 
 

@@ -103,6 +103,12 @@ def test_closed_nothing_is_left():
     assert not os.path.exists(spill) and not any(p.is_alive() for p in procs)
 
 
+def test_arrays_travel_in_the_pickle_where_no_file_can_be_written(tmp_path):
+    full = tmp_path / "no-such-directory"            # as a full /dev/shm: OSError
+    made = hostpool._call(str(full), np.arange, (10,))
+    assert made[1] is None and _same(hostpool.load(made), np.arange(10))
+
+
 def test_without_a_gpu_nothing_is_started():
     g = SimpleNamespace(is_worker=False, runs=RunCache(), device=None,
                         builds=SimpleNamespace(offline_groups=lambda *a, **k: None),
