@@ -16,6 +16,7 @@ CuPy (its work is numpy alone) and ends itself once the session's process is gon
 """
 from __future__ import annotations
 
+import itertools
 import os
 import pickle
 import shutil
@@ -43,6 +44,9 @@ def _init(parent: int) -> None:
     orphan.end_with(parent)
 
 
+_jobs = itertools.count()      # a worker's jobs, for their files' names
+
+
 def _call(spill: str, fn: Callable[..., Any], args: tuple) -> tuple:
     """In a worker: fn(*args) as (its pickle, the file of its arrays' bytes or None, each
     array's byte count); where the file cannot be written (a full /dev/shm: a container's
@@ -52,16 +56,15 @@ def _call(spill: str, fn: Callable[..., Any], args: tuple) -> tuple:
     data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
     if not buffers:
         return data, None, []
-    path, sizes = None, []
+    path, sizes = os.path.join(spill, f"job-{os.getpid()}-{next(_jobs)}"), []
     try:
-        fd, path = tempfile.mkstemp(dir=spill, prefix="job-")
-        with os.fdopen(fd, "wb") as f:
+        with open(path, "xb") as f:       # the session's own directory (mkdtemp: 0700)
             for b in buffers:
                 raw = b.raw()
                 f.write(raw)
                 sizes.append(raw.nbytes)
     except OSError:
-        if path is not None:
+        if os.path.exists(path):
             os.unlink(path)
         return pickle.dumps(value, protocol=5), None, []
     return data, path, sizes
