@@ -337,6 +337,7 @@ def _finish_plots(st) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     st = state(session.config)
     st.builds.close()
+    st.runs.close()
     _finish_plots(st)
     st.publish_to_controller()
     if st.builds.listings is not None and not st.is_worker and (

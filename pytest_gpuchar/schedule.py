@@ -52,10 +52,12 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:
-        gpuchar.builds.prefetch(dev, [g for t, a in registry.run_order(items, [dev.arch],
-                                                                       "hardware")
-                                      for g in registry.groups({t}, a)
+        order = [t for t, _ in registry.run_order(items, [dev.arch], "hardware")]
+        gpuchar.builds.prefetch(dev, [g for t in order for g in registry.groups({t}, dev.arch)
                                       if g.needed(Stage.HARDWARE)])
+        # the host work of the rows that no measurement decides, in worker processes, in the
+        # order the tests run (core/hostpool.py)
+        gpuchar.runs.in_processes(registry.host_ahead(order, gpuchar, dev.arch))
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe
         compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}

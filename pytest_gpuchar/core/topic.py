@@ -38,6 +38,10 @@ class Topic(Protocol):
 
     def groups(self, arch: str) -> list[Group]: ...
 
+    # optional: host_ahead(session, arch) -> [(key, module-level function, arguments)], the
+    # host work of the topic's hardware rows that depends on the rows alone, made ahead in
+    # worker processes on a GPU (RunCache.in_processes; registry.host_ahead)
+
 
 class Runs(Protocol):
     def once(self, key: tuple, make: Callable[[], T]) -> T: ...
@@ -118,20 +122,35 @@ class RunCache:
         self._runs: dict[tuple, Any] = {}
         self._workers = workers
         self._pool: Any = None
+        self._processes: Any = None      # core.hostpool.HostPool, started by in_processes
 
     def once(self, key: tuple, make: Callable[[], T]) -> T:
         if key not in self._runs:
             self._runs[key] = make()
         value = self._runs[key]
         if isinstance(value, _Ahead):
-            try:
-                with timing.blocked(timing.HOST):
-                    value = value.future.result()
-            except BaseException:
-                del self._runs[key]       # made again (or failing again) when asked again
-                raise
+            if value.process and value.future.cancel():
+                value = make()            # no worker has picked it up: made here, now
+            else:
+                value = self._wait(key, value)
             self._runs[key] = value
         return value
+
+    def _wait(self, key: tuple, ahead: "_Ahead") -> Any:
+        try:
+            with timing.blocked(timing.HOST):
+                made = ahead.future.result()
+                if not ahead.process:
+                    return made
+                from .hostpool import load
+                return load(made)
+        except BaseException as e:
+            del self._runs[key]           # made again (or failing again) when asked again
+            if ahead.process and isinstance(e, Exception):
+                from .hostpool import HostWorkFailed
+                raise HostWorkFailed(f"host work {key!r} failed in a worker process: "
+                                     f"{type(e).__name__}: {e}") from e
+            raise
 
     def take(self, key: tuple, make: Callable[[], T]) -> T:
         """A value for one use (a large layout, inputs): made ahead or now, handed over and
@@ -153,14 +172,39 @@ class RunCache:
                                             thread_name_prefix="gpuchar-host")
         self._runs[key] = _Ahead(self._pool.submit(make))
 
+    def in_processes(self, jobs: list[tuple[tuple, Callable[..., Any], tuple]]) -> None:
+        """Start each (key, module-level function, arguments) not made or started yet in the
+        session's worker processes (core/hostpool.py), in the order given: host work that
+        depends only on the rows. ``once(key, make)`` takes it (`make` computes the same
+        value in place: when no worker has picked the job up, it is made there)."""
+        jobs = [j for j in jobs if j[0] not in self._runs]
+        if not jobs:
+            return
+        if self._processes is None:
+            from .hostpool import HostPool
+            self._processes = HostPool()
+        for key, fn, args in jobs:
+            self._runs[key] = _Ahead(self._processes.submit(fn, *args), process=True)
+
+    def close(self) -> None:
+        """Stop the worker processes (jobs not started are dropped) and threads."""
+        if self._processes is not None:
+            self._processes.close()
+            self._processes = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
     def __contains__(self, key: tuple) -> bool:
         return key in self._runs
 
 
 @dataclass(frozen=True)
 class _Ahead:
-    """A value being made on a host worker (RunCache.ahead)."""
+    """A value being made on a host worker thread (RunCache.ahead) or in a worker process
+    (RunCache.in_processes)."""
     future: Any
+    process: bool = False
 
 
 class Checked(list):

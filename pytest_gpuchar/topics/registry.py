@@ -59,3 +59,11 @@ def run_order(items, archs: list[str], marker: str = "static") -> list[tuple[str
 def groups(names: set[str], arch: str) -> list[Group]:
     """Every group of these topics for `arch` (in registry order)."""
     return [g for t in TOPICS.values() if t.name in names for g in code(t.name).groups(arch)]
+
+
+def host_ahead(order: list[str], session, arch: str) -> list[tuple]:
+    """The host work made ahead (core.topic.Topic.host_ahead) of these topics, in this
+    order."""
+    return [job for name in order
+            for ahead in [getattr(code(name), "host_ahead", None)] if ahead
+            for job in ahead(session, arch)]

@@ -113,6 +113,12 @@ def _host_key(size: Size) -> tuple:
     return ("bsp", "host", size.id)
 
 
+def host_ahead(arch: str) -> list[tuple]:
+    """Every size's HostJob, in the order the tests run ((key, function, arguments) for the
+    session's worker processes: core/hostpool.py)."""
+    return [(_host_key(size), host_job, (size,)) for size in SIZES]
+
+
 def host_work(session: Context, size: Size) -> HostJob:
     """The size's HostJob (made ahead, or now); the next HOST_AHEAD sizes' started."""
     i = SIZES.index(size) if size in SIZES else len(SIZES)

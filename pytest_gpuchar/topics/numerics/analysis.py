@@ -141,15 +141,23 @@ def needs_low(row: ElementRow) -> bool:
 
 # --- chain matrix multiplication (seed 004 section 8.2) ---------------------------------------
 
+def chain_inputs(s: MmaRow, init: str, links: int = 32, trials: int = 1000,
+                 seed: int = 2023) -> tuple:
+    """What a chain experiment depends on alone: the first A and every link's B as the
+    tensor core gets them, and the float64 CPU chain's D per link."""
+    a_cpu, bs_cpu, a_dev, bs_dev = reference.chain_inputs(s.in_type, init, links, trials,
+                                                           s.m, CHAIN_K, seed)
+    return a_dev, bs_dev, reference.chain_reference(a_cpu, bs_cpu)
+
+
 def chain(tc: TensorCore, s: MmaRow, init: str, links: int = 32, trials: int = 1000,
-          seed: int = 2023) -> reference.ChainCurve:
+          seed: int = 2023, inputs: tuple | None = None) -> reference.ChainCurve:
     """Figs 19-20: D_i = A_i x B_i with A_{i+1} = D_i rounded to the input type (as the
     paper copies D to the next A), B_i fresh normal draws, `trials` chains as `trials` tiles
-    of one launch per link. l2 relative error against the float64 CPU chain."""
+    of one launch per link. l2 relative error against the float64 CPU chain. `inputs`:
+    chain_inputs of the same arguments, made beforehand (else made here)."""
     kk = CHAIN_K
-    a_cpu, bs_cpu, a_dev, bs_dev = reference.chain_inputs(s.in_type, init, links, trials,
-                                                           s.m, kk, seed)
-    refs = reference.chain_reference(a_cpu, bs_cpu)
+    a_dev, bs_dev, refs = inputs or chain_inputs(s, init, links, trials, seed)
     A = a_dev.astype(np.float64)
     errs, over = [], []
     for i in range(links):

@@ -4,6 +4,7 @@ does the adder keep, how many terms does one addition take, does the order matte
 NaN/Inf/overflow do. Pure: the tensor core is analysis.TensorCore (the GPU or a model)."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -15,10 +16,13 @@ from .analysis import TensorCore, diagonal_tiles
 from .rows import MmaRow
 
 
+@functools.lru_cache(maxsize=4096)
 def factor(target: float, t: str, *, normal: bool = True) -> tuple[float, float] | None:
     """Two values of type `t` whose product is exactly `target` (None if none is found):
     b a power of two, a = target / b; with `normal`, both factors are normal numbers (so a
-    type that flushes subnormal inputs cannot spoil an experiment about something else)."""
+    type that flushes subnormal inputs cannot spoil an experiment about something else).
+    Memoised: the questions ask for the same terms again and again (a pure function of its
+    arguments; 0.0 and -0.0 give the same answer)."""
     if target == 0:
         return 0.0, 1.0
     tt = reference.numtype(t)

@@ -272,12 +272,14 @@ def k_case(in_type: str, k: int, tiles: int) -> tuple[np.ndarray, np.ndarray, np
     return A, B, ref
 
 
-def k_errors(tcs: dict, s, ks=K_GROWTH, tiles: int = 8) -> dict[str, dict[int, float]]:
+def k_errors(tcs: dict, s, ks=K_GROWTH, tiles: int = 8,
+             cases=k_case) -> dict[str, dict[int, float]]:
     """Per tensor core (name -> tc): mean l2 relative error of D = A @ B (chained over K)
-    against the exact product (computed once per K)."""
+    against the exact product (computed once per K; `cases`: k_case, or where a session
+    keeps its K cases)."""
     out: dict[str, dict[int, float]] = {name: {} for name in tcs}
     for k in ks:
-        A, B, ref = k_case(s.in_type, k, tiles)
+        A, B, ref = cases(s.in_type, k, tiles)
         for name, tc in tcs.items():
             err = reference.l2_relative_errors(ref, chained(tc, s, A, B))
             out[name][k] = float(np.mean(err))

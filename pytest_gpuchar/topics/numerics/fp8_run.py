@@ -212,11 +212,17 @@ def k_growth(session: Context, in_type: str, arch: str,
     tc, s = runner(session), fw.wgmma_row(in_type)
     bits = answers(session, in_type)["accumulator_bits"].value
 
+    def case(t: str, k: int, tiles: int) -> tuple:
+        made = session.runs.take(_case_key(t, k, tiles), lambda: q.k_case(t, k, tiles))
+        for x in made:                 # shared read-only, as k_case's own
+            x.flags.writeable = False
+        return made
+
     def make() -> dict:
-        out = q.k_errors({"measured": tc}, s)
+        out = q.k_errors({"measured": tc}, s, cases=case)
         start_models(session, in_type, bits)
         out.update(session.runs.take(_models_key(in_type, bits),
-                                     lambda: q.k_errors(cpu_models(bits), s)))
+                                     lambda: model_errors(in_type, bits)))
         return out
     curves = session.runs.once(("numerics", "fp8_k", in_type), make)
     measured = curves["measured"]
@@ -247,12 +253,50 @@ def _models_key(in_type: str, bits: float | None) -> tuple:
     return ("numerics", "fp8_k_models", in_type, bits)
 
 
+def _case_key(in_type: str, k: int, tiles: int) -> tuple:
+    return ("numerics", "fp8_k_case", in_type, k, tiles)
+
+
+def model_errors(in_type: str, bits: float | None) -> dict:
+    """The CPU models' errors over K for kept `bits` (pure host work, about a second a
+    type)."""
+    return q.k_errors(cpu_models(bits), fw.wgmma_row(in_type))
+
+
 def start_models(session: Context, in_type: str, bits: float | None) -> None:
-    """The CPU models' errors over K (pure host work, about a second a type) started on the
-    session's host workers as soon as the kept bits are measured: the GPU meanwhile answers
-    the other questions and measures the chained wgmma."""
-    s = fw.wgmma_row(in_type)
-    session.runs.ahead(_models_key(in_type, bits), lambda: q.k_errors(cpu_models(bits), s))
+    """The CPU models' errors over K started on the session's host workers as soon as the
+    kept bits are measured (unless made ahead for the bits the arch's expectations name,
+    host_ahead): the GPU meanwhile answers the other questions and measures the chained
+    wgmma."""
+    session.runs.ahead(_models_key(in_type, bits), lambda: model_errors(in_type, bits))
+
+
+def expected_bits(session: Context, arch: str, in_type: str) -> list[float]:
+    """The kept bits the expectation files give this device (its value, else every whole
+    number of the range): the CPU models worth making before the bits are measured."""
+    key = f"numerics.fp8_wgmma.{in_type}.accumulator_bits"
+    try:
+        e = session.expectations.load(arch).get(key, session.device.name)
+    except Exception:       # noqa: BLE001 - no entry, no guess: made once measured
+        return []
+    if e is None:
+        return []
+    if e.value is not None:
+        return [float(e.value)]
+    if e.range:
+        return [float(b) for b in range(int(e.range[0]), int(e.range[1]) + 1)]
+    return []
+
+
+def host_ahead(session: Context, arch: str) -> list[tuple]:
+    """The FP8 K growth's host work that no measurement decides: per type the inputs and
+    exact products of every K, and the CPU models for the expected kept bits ((key,
+    function, arguments) for the worker processes: core/hostpool.py)."""
+    if not fw.probes(arch):
+        return []
+    jobs = [(_case_key(t, k, 8), q.k_case, (t, k, 8)) for t in fw.TYPES for k in q.K_GROWTH]
+    return jobs + [(_models_key(t, b), model_errors, (t, b)) for t in fw.TYPES
+                   for b in expected_bits(session, arch, t)]
 
 
 class _Model:

@@ -12,6 +12,7 @@ The layout is checked on the hardware against A@B+C before any figure is taken.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -77,10 +78,18 @@ def sbo(s: Fp8WgmmaRow) -> int:
 
 
 def smem_offsets(rows: int, s: Fp8WgmmaRow) -> np.ndarray:
-    """(rows, K) byte offset of element (r, k) in the K-major no-swizzle layout."""
+    """(rows, K) byte offset of element (r, k) in the K-major no-swizzle layout (read-only,
+    made once per shape: every launch packs with it)."""
+    return _smem_offsets(rows, s.k)
+
+
+@functools.lru_cache(maxsize=16)
+def _smem_offsets(rows: int, k_len: int) -> np.ndarray:
     r = np.arange(rows)[:, None]
-    k = np.arange(s.k)[None, :]
-    return (r // 8) * sbo(s) + (k // CHUNK) * 128 + (r % 8) * 16 + k % CHUNK
+    k = np.arange(k_len)[None, :]
+    out = (r // 8) * ((k_len // CHUNK) * 128) + (k // CHUNK) * 128 + (r % 8) * 16 + k % CHUNK
+    out.flags.writeable = False
+    return out
 
 
 def pack_ab(s: Fp8WgmmaRow, a_bits: np.ndarray, b_bits: np.ndarray) -> np.ndarray:
@@ -93,14 +102,18 @@ def pack_ab(s: Fp8WgmmaRow, a_bits: np.ndarray, b_bits: np.ndarray) -> np.ndarra
     return out
 
 
+@functools.lru_cache(maxsize=4)
 def fragment_coords(n: int = 8) -> np.ndarray:
-    """(128, N/2, 2) (row, column) of accumulator register j of thread t."""
+    """(128, N/2, 2) (row, column) of accumulator register j of thread t (read-only, made
+    once per N: every launch packs and unpacks with it)."""
     t = np.arange(THREADS)[:, None]
     j = np.arange(n // 2)[None, :]
     w, lane = t // 32, t % 32
     row = 16 * w + lane // 4 + 8 * ((j // 2) % 2)
     col = 2 * (lane % 4) + j % 2 + 8 * (j // 4)
-    return np.stack(np.broadcast_arrays(row, col), axis=-1)
+    out = np.stack(np.broadcast_arrays(row, col), axis=-1)
+    out.flags.writeable = False
+    return out
 
 
 def pack_c(c_bits: np.ndarray) -> np.ndarray:

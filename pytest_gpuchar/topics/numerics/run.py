@@ -286,10 +286,27 @@ def curves(session: Context, arch: str) -> dict:
                 continue
             tc.verify(s)
             for init in rows.INITS:
-                out[(t, init)] = analysis.chain(tc, s, init, rows.CHAIN_LINKS,
-                                                rows.CHAIN_TRIALS, rows.CHAIN_SEED)
+                key, fn, args = _chain_job(s, init)
+                out[(t, init)] = analysis.chain(tc, *args,
+                                                inputs=session.runs.take(key, lambda: fn(*args)))
         return out
     return session.runs.once(("numerics", "chain", arch), make)
+
+
+def _chain_job(s: MmaRow, init: str) -> tuple:
+    """(key, function, arguments) of a chain's inputs and CPU chain (host_ahead)."""
+    args = (s, init, rows.CHAIN_LINKS, rows.CHAIN_TRIALS, rows.CHAIN_SEED)
+    return ("numerics", "chain_inputs", *args), analysis.chain_inputs, args
+
+
+def host_ahead(arch: str) -> list[tuple]:
+    """The host work of the arch's rows that no measurement decides: Fig 20's chains'
+    inputs and CPU chains ((key, function, arguments) for the session's worker processes:
+    core/hostpool.py), in the order the tests need them. (Tables 12-15's cells are made in
+    place: bringing their tiles back cost as much as making them.)"""
+    return [_chain_job(s, init) for t in rows.CHAIN_TYPES
+            for s in [rows.mma(rows.CHAIN[t])] if not s.unsupported(arch)
+            for init in rows.INITS]
 
 
 def chain(session: Context, row: rows.ChainRow, arch: str) -> Measured:

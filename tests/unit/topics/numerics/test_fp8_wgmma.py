@@ -180,7 +180,7 @@ def test_k_growth_figures_and_group_check(monkeypatch, tmp_path):
     s = _session(monkeypatch, Model(-10))
     monkeypatch.setattr(q, "K_GROWTH", (32, 64, 512))
     monkeypatch.setattr(q, "K_REPORTED", (32, 512))
-    monkeypatch.setattr(q, "k_errors", lambda tcs, row, ks=(32, 64, 512), tiles=2:
+    monkeypatch.setattr(q, "k_errors", lambda tcs, row, ks=(32, 64, 512), tiles=2, cases=None:
                         {name: {k: 1e-4 * k ** 0.5 for k in ks} for name in tcs})
     m = fp8_run.k_growth(s, "e4m3", "sm_90", None, tmp_path)
     assert [f.key for f in m.figures] == ["numerics.fp8_wgmma.e4m3.k_error.k32",
@@ -196,7 +196,7 @@ def test_the_cpu_models_start_once_the_bits_are_known_and_are_taken_by_k_growth(
     monkeypatch.setattr(q, "K_REPORTED", (32, 512))
     asked = []
 
-    def k_errors(tcs, row, ks=(32, 64, 512), tiles=2):
+    def k_errors(tcs, row, ks=(32, 64, 512), tiles=2, cases=None):
         asked.append(sorted(tcs))
         return {name: {k: 1e-4 * k ** 0.5 for k in ks} for name in tcs}
     monkeypatch.setattr(q, "k_errors", k_errors)

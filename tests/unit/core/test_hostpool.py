@@ -1,0 +1,120 @@
+"""Host work made ahead in worker processes (core/hostpool.py, RunCache.in_processes): the
+same bits as made in place, a worker's error named with its job, no CuPy in a worker, a job
+no worker picked up made in place, nothing left once closed, nothing started without a
+GPU."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pytest_gpuchar import schedule
+from pytest_gpuchar.core import hostpool
+from pytest_gpuchar.core.topic import RunCache
+from pytest_gpuchar.results.expectations import Store
+from pytest_gpuchar.topics import registry
+from pytest_gpuchar.topics.bsp import rows as bsp_rows
+
+
+@pytest.fixture(scope="module")
+def runs():
+    r = RunCache()
+    yield r
+    r.close()
+
+
+def _same(a, b) -> bool:
+    """Equal bit for bit (arrays by dtype, shape and bytes), through tuples, lists, dicts
+    and dataclasses."""
+    if isinstance(a, np.ndarray):
+        return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
+                and a.tobytes() == b.tobytes())
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if dataclasses.is_dataclass(a):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name))
+                                          for f in dataclasses.fields(a))
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+def test_the_topics_jobs_made_in_a_worker_are_the_in_place_values(runs):
+    session = SimpleNamespace(expectations=Store(), device=SimpleNamespace(name="NVIDIA H200"))
+    jobs = registry.host_ahead(["bsp", "numerics"], session, "sm_90")
+    kinds = {key[:2] for key, _, _ in jobs}
+    assert kinds == {("bsp", "host"), ("numerics", "chain_inputs"),
+                     ("numerics", "fp8_k_case"), ("numerics", "fp8_k_models")}
+    assert [k for k, _, _ in jobs if k[1] == "fp8_k_models"] == [
+        ("numerics", "fp8_k_models", t, 14.0) for t in ("e4m3", "e5m2")]    # H200's bits
+    small = {("bsp", "host", "hotspot-512x512"), ("bsp", "host", "knn-42764"),
+             ("bsp", "host", "mm-320x320x640")}
+    picked = [j for j in jobs if j[0] in small or (j[0][1] == "chain_inputs" and
+                                                   j[0][2].in_type == "tf32")
+              or (j[0][1] == "fp8_k_case" and j[0][3] in (32, 256))]
+    assert len(picked) == 3 + 2 + 4
+    runs.in_processes(picked)
+    for key, fn, args in picked:
+        made = runs.once(key, lambda: pytest.fail(f"{key} made in place"))
+        assert _same(made, fn(*args)), key
+
+
+def test_a_worker_error_names_its_job_and_cupy_is_not_there(runs):
+    import importlib
+    import math
+    runs.in_processes([(("t", "sqrt"), math.sqrt, (-1.0,)),
+                       (("t", "cupy"), importlib.import_module, ("cupy",))])
+    for key in (("t", "sqrt"), ("t", "cupy")):
+        while not runs._runs[key].future.done():     # taken from a worker, not made here
+            time.sleep(0.01)
+    with pytest.raises(hostpool.HostWorkFailed, match=r"\('t', 'sqrt'\).*ValueError"):
+        runs.once(("t", "sqrt"), lambda: 0.0)
+    with pytest.raises(hostpool.HostWorkFailed, match=r"\('t', 'cupy'\).*import of cupy halted"):
+        runs.once(("t", "cupy"), lambda: None)
+    assert ("t", "sqrt") not in runs          # asked again, made again
+
+
+def test_a_job_no_worker_picked_up_is_made_in_place():
+    r = RunCache()
+    r._processes = hostpool.HostPool(1)
+    try:
+        # one worker: two sleeps hold it and the call queue; the third job waits unpicked
+        r.in_processes([(("sleep", i), time.sleep, (1.0,)) for i in range(2)] +
+                       [(("late",), max, (1, 2))])
+        t = time.monotonic()
+        assert r.once(("late",), lambda: "here") == "here"
+        assert time.monotonic() - t < 0.5
+    finally:
+        r.close()
+
+
+def test_closed_nothing_is_left():
+    pool = hostpool.HostPool(1)
+    made = pool.submit(np.arange, 1000).result()
+    spill, procs = pool.spill, list(pool.pool._processes.values())
+    assert made[1] and os.path.dirname(made[1]) == spill      # an array travels in a file
+    assert _same(hostpool.load(made), np.arange(1000)) and not os.path.exists(made[1])
+    pool.submit(np.arange, 10)                                  # made, never taken
+    pool.close()
+    assert not os.path.exists(spill) and not any(p.is_alive() for p in procs)
+
+
+def test_arrays_travel_in_the_pickle_where_no_file_can_be_written(tmp_path):
+    full = tmp_path / "no-such-directory"            # as a full /dev/shm: OSError
+    made = hostpool._call(str(full), np.arange, (10,))
+    assert made[1] is None and _same(hostpool.load(made), np.arange(10))
+
+
+def test_without_a_gpu_nothing_is_started():
+    g = SimpleNamespace(is_worker=False, runs=RunCache(), device=None,
+                        builds=SimpleNamespace(offline_groups=lambda *a, **k: None),
+                        not_measuring="")
+    item = SimpleNamespace(get_closest_marker=lambda name: SimpleNamespace(args=("bsp",))
+                           if name in ("hardware", "topic") else None,
+                           callspec=SimpleNamespace(params={"arch": "sm_90"}))
+    schedule.start(g, [item], ["sm_90"], ("static", "hardware"))
+    assert g.runs._processes is None and bsp_rows.SIZES
