@@ -12,7 +12,8 @@ input and reference, 192 MB) held the session's process longer than making them 
 
 Spawned, never forked (the test process holds a CUDA context); a worker refuses to import
 CuPy (its work is numpy alone) and ends itself once the session's process is gone
-(core/orphan.py); the session shuts the pool down at its end.
+(core/orphan.py); the session shuts the pool down at its end, and a session killed before
+its end leaves its directory to the next session's pool, which removes it.
 """
 from __future__ import annotations
 
@@ -94,13 +95,47 @@ def _spill_root() -> str | None:
     return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
 
 
+PREFIX = "gpuchar-host-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:             # another user's process: alive
+        return True
+    return True
+
+
+def remove_stale(root: str) -> list[str]:
+    """Remove the session directories under `root` whose session's process is gone (a
+    session killed before its end leaves its directory, with what was made and not taken);
+    the directories removed."""
+    gone = []
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return gone
+    for name in names:
+        pid = name[len(PREFIX):].split("-", 1)[0]
+        if name.startswith(PREFIX) and pid.isdigit() and not _alive(int(pid)):
+            path = os.path.join(root, name)
+            shutil.rmtree(path, ignore_errors=True)
+            if not os.path.exists(path):
+                gone.append(path)
+    return gone
+
+
 class HostPool:
     """The pool of worker processes; `submit` starts a job, its Future (of what `load`
     reads back) is what ``RunCache`` keeps under the job's key."""
 
     def __init__(self, n: int | None = None) -> None:
         import multiprocessing
-        self.spill = tempfile.mkdtemp(prefix="gpuchar-host-", dir=_spill_root())
+        root = _spill_root() or tempfile.gettempdir()
+        remove_stale(root)
+        self.spill = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root)
         self.pool = ProcessPoolExecutor(max_workers=n or workers(),
                                         mp_context=multiprocessing.get_context("spawn"),
                                         initializer=_init, initargs=(os.getpid(),))

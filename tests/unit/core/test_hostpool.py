@@ -1,7 +1,7 @@
 """Host work made ahead in worker processes (core/hostpool.py, RunCache.in_processes): the
 same bits as made in place, a worker's error named with its job, no CuPy in a worker, a job
-no worker picked up made in place, nothing left once closed, nothing started without a
-GPU."""
+no worker picked up made in place, nothing left once closed, a killed session's directory
+removed by the next, nothing started without a GPU."""
 from __future__ import annotations
 
 import dataclasses
@@ -101,6 +101,23 @@ def test_closed_nothing_is_left():
     pool.submit(np.arange, 10)                                  # made, never taken
     pool.close()
     assert not os.path.exists(spill) and not any(p.is_alive() for p in procs)
+
+
+def test_a_killed_sessions_directory_is_removed_by_the_next(tmp_path):
+    """A session killed before its end leaves its directory: the next session's pool
+    removes it, and keeps a live session's."""
+    import subprocess
+    import sys
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead = tmp_path / f"{hostpool.PREFIX}{int(ended.stdout)}-abc"
+    live = tmp_path / f"{hostpool.PREFIX}{os.getpid()}-def"
+    other = tmp_path / "gpuchar-host-notapid"
+    for d in (dead, live, other):
+        d.mkdir()
+        (d / "job-1-0").write_bytes(b"x" * 10)
+    assert hostpool.remove_stale(str(tmp_path)) == [str(dead)]
+    assert not dead.exists() and live.exists() and other.exists()
 
 
 def test_arrays_travel_in_the_pickle_where_no_file_can_be_written(tmp_path):
