@@ -3,8 +3,10 @@ one clear error, parallel runs whole."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,29 @@ def test_the_repository_tests_need_the_plugin(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "need the gpuchar plugin" in err and "fixture 'arch' not found" not in err
+
+
+def test_the_repository_tests_keep_their_bytecode_in_pytests_cache(pytester, monkeypatch):
+    """Where Python is told not to write bytecode, the repository's runs keep it in pytest's
+    cache directory, for the run and the processes it starts (the root conftest); the
+    interpreter's setting is back after the run."""
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    prefix_before = sys.pycache_prefix
+    pytester.makepyfile("""
+import os, sys
+
+def test_kept():
+    assert not sys.dont_write_bytecode and "PYTHONDONTWRITEBYTECODE" not in os.environ
+    assert sys.pycache_prefix == os.environ["PYTHONPYCACHEPREFIX"]
+    assert sys.pycache_prefix.endswith(os.path.join(".pytest_cache", "d", "pycache"))
+""")
+    result = pytester.runpytest_inprocess()
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / ".pytest_cache" / "d" / "pycache").is_dir()
+    assert sys.dont_write_bytecode is True and sys.pycache_prefix == prefix_before
+    assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 MODULES = ("test_memory_table_iv", "test_table_v_instructions")
