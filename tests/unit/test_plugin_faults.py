@@ -492,6 +492,20 @@ def test_workers_end_with_their_controller(pytester, no_gpu):
     assert not left, "workers outlived their controller"
 
 
+SLOW_PAIR = """
+import pathlib
+import time
+
+def test_a():
+    pathlib.Path(__file__).with_name("started-a").touch()
+    time.sleep(60)
+
+def test_b():
+    pathlib.Path(__file__).with_name("started-b").touch()
+    time.sleep(60)
+"""
+
+
 def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu):
     """Ctrl-C of `pytest -n 2`: syrupy warned that a worker's snapshot report was missing;
     the run keeps every snapshot and says why, once."""
@@ -500,8 +514,7 @@ def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu)
     import subprocess
     import sys
     import time
-    pytester.makepyfile(test_slow="import time\ndef test_a():\n    time.sleep(60)\n"
-                                  "def test_b():\n    time.sleep(60)\n")
+    pytester.makepyfile(test_slow=SLOW_PAIR)
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
                           "-p", "no:hypothesispytest", "test_slow.py"], cwd=pytester.path,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -509,7 +522,10 @@ def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu)
                          # SIGINT at its default, not ignored as a background shell job
                          # hands it down (tests/unit/cli/test_cli_inputs._default_sigint)
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(8)
+    deadline = time.time() + 120      # both workers in their test, then Ctrl-C
+    while (len(list(pytester.path.glob("started-*"))) < 2 and time.time() < deadline
+           and p.poll() is None):
+        time.sleep(0.1)
     os.killpg(p.pid, signal.SIGINT)
     out, _ = p.communicate(timeout=120)
     assert p.returncode == 2, out
