@@ -34,8 +34,15 @@ def pytest_configure(config):
         raise pytest.UsageError(
             "this repository's tests need the gpuchar plugin (pytest_gpuchar.plugin): run "
             "them without -p no:gpuchar, with the package installed (pip install -e .)")
-    _keep_bytecode(config)
     _steal_work_without_a_gpu(config)
+
+
+def pytest_sessionstart(session):
+    """Bytecode kept from here on (module docstring): after every pytest_configure, so
+    pytest's cache directory exists (this module's configure runs first, before the cache
+    provider's: it had no cache to put the bytecode in), and before pytest-xdist starts the
+    workers (its sessionstart comes last)."""
+    _keep_bytecode(session.config)
 
 
 def _steal_work_without_a_gpu(config) -> None:

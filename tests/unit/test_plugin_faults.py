@@ -3,8 +3,10 @@ one clear error, parallel runs whole."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -87,6 +89,29 @@ def test_the_repository_tests_need_the_plugin(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "need the gpuchar plugin" in err and "fixture 'arch' not found" not in err
+
+
+def test_the_repository_tests_keep_their_bytecode_in_pytests_cache(pytester, monkeypatch):
+    """Where Python is told not to write bytecode, the repository's runs keep it in pytest's
+    cache directory, for the run and the processes it starts (the root conftest); the
+    interpreter's setting is back after the run."""
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    prefix_before = sys.pycache_prefix
+    pytester.makepyfile("""
+import os, sys
+
+def test_kept():
+    assert not sys.dont_write_bytecode and "PYTHONDONTWRITEBYTECODE" not in os.environ
+    assert sys.pycache_prefix == os.environ["PYTHONPYCACHEPREFIX"]
+    assert sys.pycache_prefix.endswith(os.path.join(".pytest_cache", "d", "pycache"))
+""")
+    result = pytester.runpytest_inprocess()
+    assert result.ret == 0, result.stdout.str()
+    assert (pytester.path / ".pytest_cache" / "d" / "pycache").is_dir()
+    assert sys.dont_write_bytecode is True and sys.pycache_prefix == prefix_before
+    assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 MODULES = ("test_memory_table_iv", "test_table_v_instructions")
@@ -467,6 +492,20 @@ def test_workers_end_with_their_controller(pytester, no_gpu):
     assert not left, "workers outlived their controller"
 
 
+SLOW_PAIR = """
+import pathlib
+import time
+
+def test_a():
+    pathlib.Path(__file__).with_name("started-a").touch()
+    time.sleep(60)
+
+def test_b():
+    pathlib.Path(__file__).with_name("started-b").touch()
+    time.sleep(60)
+"""
+
+
 def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu):
     """Ctrl-C of `pytest -n 2`: syrupy warned that a worker's snapshot report was missing;
     the run keeps every snapshot and says why, once."""
@@ -475,8 +514,7 @@ def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu)
     import subprocess
     import sys
     import time
-    pytester.makepyfile(test_slow="import time\ndef test_a():\n    time.sleep(60)\n"
-                                  "def test_b():\n    time.sleep(60)\n")
+    pytester.makepyfile(test_slow=SLOW_PAIR)
     p = subprocess.Popen([sys.executable, "-m", "pytest", "-n", "2", "-p", "no:cacheprovider",
                           "-p", "no:hypothesispytest", "test_slow.py"], cwd=pytester.path,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -484,7 +522,10 @@ def test_an_interrupted_parallel_run_gives_no_snapshot_warning(pytester, no_gpu)
                          # SIGINT at its default, not ignored as a background shell job
                          # hands it down (tests/unit/cli/test_cli_inputs._default_sigint)
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(8)
+    deadline = time.time() + 120      # both workers in their test, then Ctrl-C
+    while (len(list(pytester.path.glob("started-*"))) < 2 and time.time() < deadline
+           and p.poll() is None):
+        time.sleep(0.1)
     os.killpg(p.pid, signal.SIGINT)
     out, _ = p.communicate(timeout=120)
     assert p.returncode == 2, out

@@ -118,12 +118,22 @@ class FakeBuilds:
         return Built(probe, funcs, compiled=compiled)
 
 
+class OneRowRuns(RunCache):
+    """The session's run cache without work ahead: a test of one row makes that row's host
+    work when the row takes it, not the next sizes' on threads for nothing (KNN 2^24's 16 M
+    records and reference, 2048^2 Hotspot and MM: seconds of CPU a test, still running after
+    it). The work ahead itself: test_host_work_is_made_ahead_for_the_next_sizes."""
+
+    def ahead(self, key, make):
+        pass
+
+
 class FakeSession:
     def __init__(self, wrong=False):
         dev = types.SimpleNamespace(name="NVIDIA H200", arch="sm_90", sm_count=SMS,
                                     shared_per_sm=228 * 1024, l2_bytes=50 * 2 ** 20,
                                     driver="580.0", sm_clock_max_mhz=1980.0)
-        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), RunCache()
+        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), OneRowRuns()
         self.runner = Runner(self.gpu)
         self.repeats, self.recorder, self.expectations = 7, Recorder(), STORE
 
