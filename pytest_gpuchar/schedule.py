@@ -56,8 +56,10 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
         gpuchar.builds.prefetch(dev, [g for t in order for g in registry.groups({t}, dev.arch)
                                       if g.needed(Stage.HARDWARE)])
         # the host work of the rows that no measurement decides, in worker processes, in the
-        # order the tests run (core/hostpool.py)
-        gpuchar.runs.in_processes(registry.host_ahead(order, gpuchar, dev.arch))
+        # order the tests run (core/hostpool.py); but the first job, which the run's first
+        # test asks for now: no worker is up yet to make it (starting one takes about a
+        # second), and asked for, it is made in place
+        gpuchar.runs.in_processes(registry.host_ahead(order, gpuchar, dev.arch)[1:])
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe
         compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
