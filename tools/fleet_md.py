@@ -16,6 +16,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from pytest_gpuchar.cli.output import emit
 from pytest_gpuchar.results import gate
 from pytest_gpuchar.results.history import open_history
 
@@ -117,11 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(sample_rows(args.db, models), holdout_rows(args.holdout), plans, notes)
     if args.appendix:
         text = text.rstrip("\n") + "\n\n" + args.appendix.read_text()
-    if args.output:
-        args.output.write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return 0 if emit("fleet_md", "-o", args.output, text) else 2
 
 
 if __name__ == "__main__":

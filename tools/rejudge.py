@@ -154,11 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         old = in_process(Path(tmp))
     new = in_process(ROOT)
     text = table(old, new, args.old, current(ROOT), str(args.output or "<file>"))
-    if args.output:
-        args.output.write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    from pytest_gpuchar.cli.output import emit      # (current() put this tree on the path)
+    return 0 if emit("rejudge", "-o", args.output, text) else 2
 
 
 if __name__ == "__main__":

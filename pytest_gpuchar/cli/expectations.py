@@ -269,15 +269,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"two or more archs or boards in {store.root}", file=sys.stderr)
             return 1
         text = "\n".join(generations.markdown(table, "# Generations")) + "\n"
-        if args.output:
-            try:
-                output.write("-o", args.output, text)
-            except output.OutputError as e:
-                print(f"gpuchar-expectations: {e}", file=sys.stderr)
-                return 2
-        else:
-            print(text, end="")
-        return 0
+        return 0 if output.emit("gpuchar-expectations", "-o", args.output, text) else 2
     if args.cmd == "fleet":
         return _fleet(store, args)
     if args.cmd == "crossval":

@@ -17,7 +17,7 @@ from ..models import accelsim, accelsim_config
 from ..results import baselines
 from ..results.expectations import ExpectationError, Store
 from ..results.files import ResultsError, read_report
-from .output import OutputError, write, interruptible
+from .output import emit, interruptible
 from ..topics.bsp.params import FU_PREFIX, MODEL_KEYS
 from ..topics.bsp.params import model_parameters as _model_parameters
 from ..topics.throughput.rows import SCHEDULERS_PER_SM
@@ -139,15 +139,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpuchar-model-params: {e}", file=sys.stderr)
         return 2
     text = render(report, arch, args.fmt, exp, declared)
+    if not emit("gpuchar-model-params", "-o", args.output, text):
+        return 2
     if args.output:
-        try:
-            write("-o", args.output, text)
-        except OutputError as e:
-            print(f"gpuchar-model-params: {e}", file=sys.stderr)
-            return 2
         print(f"wrote {args.output}")
-    else:
-        sys.stdout.write(text)
     for n in warnings(report, exp, declared):   # after the export: an error stays one line
         print(f"gpuchar-model-params: {args.results}: {n}", file=sys.stderr)
     return 0

@@ -47,6 +47,21 @@ def write(option: str, path: Path, data: str | bytes) -> None:
         raise unwritable(option, path, e) from None
 
 
+def emit(prog: str, option: str, path: Path | None, text: str) -> bool:
+    """A command's text output: into the file `path` (`write`: atomically) or, with no path,
+    onto stdout. An unwritable path is one line on stderr, `prog` first: False."""
+    import sys
+    if not path:
+        sys.stdout.write(text)
+        return True
+    try:
+        write(option, path, text)
+    except OutputError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return False
+    return True
+
+
 INTERRUPTED = 130       # 128 + SIGINT, as a shell reports a command ended by Ctrl-C
 
 
