@@ -38,9 +38,10 @@ LENGTHS = "/".join(map(str, CHAIN_LENGTHS))
 METHOD_KNEE = ("knee of the ld.global.ca pointer-chase staircase (random single cycle per "
                f"footprint, 3 points per doubling, slope over {LENGTHS} loads, median of "
                f"{STAIRCASE_LAUNCHES.least} launches past 1 MiB, split over "
-               f"{STAIRCASE_PLACES} places of the buffer from a quarter of the L2 to the L2), bisected between two "
-               "staircase points (geometric mid-points, the same chase) to within "
-               f"{KNEE_RESOLUTION:.0%} of the footprint: the largest footprint whose "
+               f"{STAIRCASE_PLACES} places of the buffer from a quarter of the L2 to the L2), "
+               "bisected between two staircase points (geometric mid-points, the same "
+               f"chase) to within {KNEE_RESOLUTION:.0%} of the footprint: the largest "
+               "footprint whose "
                f"latency is at most {KNEE_REL:.0%} above the lower level's plateau "
                "(the median of its staircase points)")
 METHOD_DRIVER = ("the driver's cudaDeviceProp.l2CacheSize beside the L2 capacity one SM's "
@@ -240,15 +241,33 @@ def capacity(session: Context, row: Capacity, arch: str, artifact) -> Measured:
     return _near_far(session, sw, ps, found[CacheKnee.L2_NEAR], g, data)
 
 
+def _bracket(b: Bisection) -> str:
+    """Where a bisected capacity lies, and how well it is known."""
+    return (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
+            f"wide, {len(b.steps)} bisection steps)")
+
+
+def _of_driver(b: Bisection, driver: int) -> str:
+    return f"; driver l2CacheSize {human_bytes(driver)}: {b.lo / driver:.3f} x"
+
+
+def _past_driver(name: str, b: Bisection, driver: int) -> list[str]:
+    """A chase cannot keep more lines than the L2 holds: a knee past the driver's size by
+    more than the rule's margin is a wrong rule or a wrong attribute."""
+    if driver and b.lo > driver * (1 + KNEE_REL):
+        return [f"{name} knee at {b.lo} B exceeds the driver's l2CacheSize {driver} B by "
+                f"more than {KNEE_REL:.0%}"]
+    return []
+
+
 def _figure(session: Context, key: str, b: Bisection, data: dict,
             extra: str = "") -> Measurement:
     steps = []
     for s in b.as_data()["steps"]:
         p = _point(session, s["footprint_bytes"])
         steps.append({**s, "spread_cycles": round(p.spread, 2), "warm": p.warm})
-    detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
-              f"wide, {len(b.steps)} bisection steps); plateau {b.plateau:.0f} cycles, on the "
-              f"level <= {b.limit:.0f}, next level {b.above:.0f}" + extra)
+    detail = (f"{_bracket(b)}; plateau {b.plateau:.0f} cycles, on the level <= "
+              f"{b.limit:.0f}, next level {b.above:.0f}" + extra)
     # the spread is the bracket the knee lies in: the bisection's resolution (a board reads
     # one bracket or the next from run to run: the nightly's change question allows it)
     return Measurement.of_value(key, float(b.lo), "bytes", spread=float(b.hi - b.lo),
@@ -273,18 +292,12 @@ def _l2(session: Context, found: dict, g, data: dict, arch: str) -> Measured:
     if isinstance(b, str):
         return Measured(checks=[f"the L2 knee: {b}: {data}"])
     driver = int(session.gpu.dev.l2_bytes or 0)
-    checks = []
-    # a chase cannot keep more lines than the L2 holds: a knee past the driver's size by
-    # more than the rule's margin is a wrong rule or a wrong attribute
-    if driver and b.lo > driver * (1 + KNEE_REL):
-        checks.append(f"L2 knee at {b.lo} B exceeds the driver's l2CacheSize {driver} B by "
-                      f"more than {KNEE_REL:.0%}")
+    checks = _past_driver("L2", b, driver)
     # a partitioned L2 (sm_80, sm_90) may show one SM only its near partition
     if b.hi <= g.l2_bytes // 4:
         checks.append(f"L2 knee below {b.hi} B: far less than the device's L2 "
                       f"({g.l2_bytes} B), even one partition of it")
-    extra = f"; driver l2CacheSize {human_bytes(driver)}: {b.lo / driver:.3f} x" if driver \
-        else "; driver l2CacheSize unreadable"
+    extra = _of_driver(b, driver) if driver else "; driver l2CacheSize unreadable"
     fig = _figure(session, "memory.capacity.l2", b, data, extra)
     fig.data["driver_l2_bytes"] = driver
     fig.data["ratio_to_driver"] = round(b.lo / driver, 4) if driver else None
@@ -303,19 +316,14 @@ def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured
     driver = int(session.gpu.dev.l2_bytes or 0)
     beside = (f"; the random chase's [{human_bytes(chased.lo)}, {human_bytes(chased.hi)})"
               if isinstance(chased, Bisection) else "; no random-chase figure this run")
-    detail = (f"capacity in [{human_bytes(b.lo)}, {human_bytes(b.hi)}) ({b.resolution:.1%} "
-              f"wide, {len(b.steps)} bisection steps); L2 plateau {b.plateau:.0f} cycles, on "
-              f"the level <= {b.limit:.0f}, device memory {b.above:.0f}" + beside
-              + (f"; driver l2CacheSize {human_bytes(driver)}: {b.lo / driver:.3f} x"
-                 if driver else ""))
+    detail = (f"{_bracket(b)}; L2 plateau {b.plateau:.0f} cycles, on the level <= "
+              f"{b.limit:.0f}, device memory {b.above:.0f}" + beside
+              + (_of_driver(b, driver) if driver else ""))
     data = {"sweep": sw.as_data(), "bisection": b.as_data(), "driver_l2_bytes": driver,
             "random_chase": ({"lo": chased.lo, "hi": chased.hi}
                              if isinstance(chased, Bisection) else None),
             "tolerance": tolerances.of("memory", "capacity")}
-    checks = []
-    if driver and b.lo > driver * (1 + KNEE_REL):
-        checks.append(f"sequential L2 knee at {b.lo} B exceeds the driver's l2CacheSize "
-                      f"{driver} B by more than {KNEE_REL:.0%}")
+    checks = _past_driver("sequential L2", b, driver)
     return Measured(Measurement.of_value(
         "memory.capacity.l2_sequential", float(b.lo), "bytes", spread=float(b.hi - b.lo),
         method=sequential.method(), detail=detail, data=data), checks=checks)
