@@ -27,7 +27,6 @@ from .results.judge import Result
 from .results.report import ARTIFACTS, Recorder
 
 
-
 @dataclass(eq=False)     # registered as a plugin: hashed by identity
 class GpuCharSession:
     config: pytest.Config

@@ -90,9 +90,11 @@ def load(made: tuple) -> Any:
     return pickle.loads(data, buffers=buffers)
 
 
-def _spill_root() -> str | None:
+def _spill_root() -> str:
+    """Where the session directories go: shared memory where there is some, else the
+    temporary directory."""
     shm = "/dev/shm"
-    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else tempfile.gettempdir()
 
 
 PREFIX = "gpuchar-host-"
@@ -133,7 +135,7 @@ class HostPool:
 
     def __init__(self, n: int | None = None) -> None:
         import multiprocessing
-        root = _spill_root() or tempfile.gettempdir()
+        root = _spill_root()
         remove_stale(root)
         self.spill = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=root)
         self.pool = ProcessPoolExecutor(max_workers=n or workers(),
