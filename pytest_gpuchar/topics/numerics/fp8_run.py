@@ -220,7 +220,7 @@ def k_growth(session: Context, in_type: str, arch: str,
 
     def make() -> dict:
         out = q.k_errors({"measured": tc}, s, cases=case)
-        start_models(session, in_type, bits)
+        # the models were started when answers() measured the bits (or made ahead)
         out.update(session.runs.take(_models_key(in_type, bits),
                                      lambda: model_errors(in_type, bits)))
         return out
