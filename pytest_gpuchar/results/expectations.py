@@ -51,7 +51,7 @@ from ..core.atomic import atomic_write
 # the schema (entry types, their fields and validation), also the public names of this module
 # (atomic_write too: the writers of other modules take it from here)
 from .schema import (ENTRY_KEYS, FLEET_SOURCE, MAX_FILE_BYTES, NOISE_KEYS, SCHEMA_VERSION,
-                     TOP_KEYS, TOPICS, UNITS, UNMEASURABLE_KEYS, ArchExpectations,
+                     TOP_KEYS, TOPICS, UNITS, UNMEASURABLE_KEYS, YAML_LOADER, ArchExpectations,
                      ExpectationError, Expected, load_file, parse,
                      Unmeasurable)  # noqa: F401
 
@@ -262,15 +262,12 @@ def write_entries(path: Path, entries: dict[str, dict], device: str | None = Non
     atomic_write(path, text)
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def section_entries(path: Path, device: str | None = None) -> dict[str, dict]:
     """The raw entries of a file's arch values, or of its `device` section ({} when the file
     or the section does not exist)."""
-    # libyaml where PyYAML has it (as schema.py parses): the device command reads the
+    # libyaml where PyYAML has it (schema.py's loader): the device command reads the
     # model's files whole, several MB of YAML, 8 s in pure Python
-    data = (yaml.load(path.read_text(), Loader=_SAFE_LOADER) if path.exists() else None) or {}
+    data = (yaml.load(path.read_text(), Loader=YAML_LOADER) if path.exists() else None) or {}
     if device:
         data = (data.get("devices") or {}).get(device) or {}
     return data.get("characteristics") or {}

@@ -200,8 +200,7 @@ def info_identity(r: dict) -> tuple:
     (a miss far beyond the seed's, `one_sided`) is compared by what it is, not by its value."""
     data = r.get("data") if isinstance(r.get("data"), dict) else {}
     if one_sided(r.get("key") or "", r.get("unit") or ""):
-        # a model's miss recorded as info (an error far beyond the seed's): the error moves
-        # with the measured cycles, which are asked themselves; the record is that it misses
+        # the error moves with the measured cycles, which are asked themselves
         return ("model error", r.get("unit") or "", r.get("expected") or "")
     unit = data.get("unit")
     mapping = tuple(sorted((str(k), v) for k, v in unit.items())) if isinstance(unit, dict) \

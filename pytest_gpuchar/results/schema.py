@@ -216,7 +216,7 @@ def _number(path: Path, node, key: str, *, allow_null=False) -> float | None:
     return float(val)
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml when PyYAML has it
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
 
 
@@ -434,7 +434,7 @@ def _copy(a: ArchExpectations) -> ArchExpectations:
 def parse(text: str, path: Path) -> ArchExpectations:
     """Validate and load expectation YAML text; `path` names it in errors."""
     try:
-        root = yaml.compose(text, Loader=_LOADER)
+        root = yaml.compose(text, Loader=YAML_LOADER)
         raw = _construct(root) if root is not None else None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)

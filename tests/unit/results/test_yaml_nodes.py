@@ -21,7 +21,7 @@ def _pyyaml(node):
 
 @pytest.mark.parametrize("rel", FILES, ids=str)
 def test_committed_file_builds_as_pyyaml_does(rel):
-    root = yaml.compose((ROOT / rel).read_text(), Loader=schema._LOADER)
+    root = yaml.compose((ROOT / rel).read_text(), Loader=schema.YAML_LOADER)
     assert schema._construct(root) == _pyyaml(root)
 
 
@@ -34,7 +34,7 @@ def test_committed_file_builds_as_pyyaml_does(rel):
     ("? [1, 2]\n: pair\n", None),                                      # unhashable key
 ])
 def test_yaml_forms(text, value):
-    root = yaml.compose(text, Loader=schema._LOADER)
+    root = yaml.compose(text, Loader=schema.YAML_LOADER)
     if value is None:
         with pytest.raises(yaml.constructor.ConstructorError):
             _pyyaml(root)
