@@ -15,12 +15,12 @@ Pure: no GPU, no pytest.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
+from .changes import number
 from .schema import ArchExpectations
 
 USABLE = ("pass", "measured")      # statuses whose value an export reads
@@ -54,10 +54,6 @@ def short(origin: str) -> str:
     return f"{name}:{line}" if path else origin
 
 
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def _figure(e) -> float | None:
     if e.value is not None:
         return float(e.value)
@@ -74,7 +70,7 @@ def stale(report: dict, exp: ArchExpectations, device: str | None = None) -> lis
     out = []
     for r in report.get("results", []):
         if r.get("arch") != exp.arch or r.get("status") not in USABLE \
-                or not _number(r.get("value")):
+                or number(r.get("value")) is None:
             continue
         e = exp.get(r["key"], device)
         if e is None or not e.numeric or e.check(float(r["value"])):
@@ -163,7 +159,7 @@ def read_sidecar(path: Path) -> Declared | None:
                            f"'superseded', 'unmeasurable' (got {sorted(doc) if isinstance(doc, dict) else type(doc).__name__})")
     sup, reasons = {}, {}
     for key, item in (doc.get("superseded") or {}).items():
-        if not isinstance(item, dict) or not _number(item.get("measured")) \
+        if not isinstance(item, dict) or number(item.get("measured")) is None \
                 or not isinstance(item.get("reason"), str):
             raise SidecarError(f"{path}: superseded.{key}: expected {{measured: <the "
                                f"baseline's number>, reason: <text>}}")
