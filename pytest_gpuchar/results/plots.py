@@ -97,15 +97,25 @@ def _draw_pickled(data: bytes, path: str, dpi: int) -> None:
     _write(build(*args, **kwargs), Path(path), dpi)
 
 
+def _ready() -> None:
+    """In a renderer process, before any figure: pyplot imported (the first figure of a
+    process paid it, a second or more on a busy host)."""
+    pyplot()
+
+
 class Renderer:
     """A pool of processes writing figures (spawned, not forked: the caller holds a CUDA
-    context); `pending` maps each path to its write."""
+    context); `pending` maps each path to its write. Every process is started, and imports
+    pyplot, as the pool starts: a run's first figures and the tests that wait for them
+    (`written`) do not wait for it."""
 
     def __init__(self, workers: int):
         import multiprocessing
         self.pool = ProcessPoolExecutor(max_workers=workers,
                                         mp_context=multiprocessing.get_context("spawn"))
         self.pending: dict[Path, Future] = {}
+        # one job per process, submitted at once: the pool starts a process for each
+        self.warming = [self.pool.submit(_ready) for _ in range(workers)]
 
     def submit(self, build, args: tuple, kwargs: dict, path: Path, dpi: int) -> bool:
         """Queue a figure's builder and data (a built figure: `_as_built` and the figure);

@@ -134,6 +134,20 @@ def test_a_figure_that_cannot_be_drawn_is_named_in_the_report(tmp_path, renderer
     assert "bad.png was not written: ValueError" in rec.markdown()
 
 
+def test_the_renderer_starts_its_processes_with_pyplot_imported():
+    """Every renderer process is started as the pool starts and has imported pyplot before
+    the first figure is handed to it."""
+    plots.start_background(2)
+    try:
+        renderer = plots._background
+        assert len(renderer.warming) == 2
+        for job in renderer.warming:
+            assert job.result(timeout=300) is None
+        assert len(renderer.pool._processes) == 2
+    finally:
+        assert plots.finish() == {}
+
+
 def test_without_a_renderer_save_writes_at_once(tmp_path):
     assert plots._background is None and plots.finish() == {}
     path = plots.save(_log_curve(), tmp_path / "now.png")
