@@ -18,6 +18,7 @@ from collections import Counter
 
 import pytest
 
+from .core import gpu, smclock
 from .core.build import Stage
 from .topics import registry
 
@@ -53,6 +54,9 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:
         order = [t for t, _ in registry.run_order(items, [dev.arch], "hardware")]
+        # the SM-clock probe first: the run's first figure asks for the clock (provenance)
+        gpuchar.builds.prefetch_modules(dev, [(smclock.probe(dev.arch).ptx,
+                                               gpu.SM_CLOCK_MODULE)])
         gpuchar.builds.prefetch(dev, [g for t in order for g in registry.groups({t}, dev.arch)
                                       if g.needed(Stage.HARDWARE)])
         # the host work of the rows that no measurement decides, in worker processes, in the

@@ -498,7 +498,9 @@ class GpuCharSession:
         meta = self.recorder.meta
         if "sm_clock_measured_mhz" not in meta:
             try:        # the clock probe verified through the door of every probe
-                mhz = round(self.gpu.sm_clock_mhz(verify=self.verify), 1)
+                mhz = round(self.gpu.sm_clock_mhz(
+                    verify=self.verify,
+                    module=lambda text, name: self.builds.jit_module(dev, text, name)), 1)
             except Exception as e:  # noqa: BLE001 - reported (invalid: no number), never fatal
                 mhz = None
                 meta["sm_clock_error"] = f"{type(e).__name__}: {e}"

@@ -257,13 +257,18 @@ class Builds:
         for part in parts:
             for p in part[0]:
                 self._jit_parts.setdefault((p.digest, dev.driver), part)
-        self.jit_cache.prefetch([(text, name) for _, text, name in parts], dev.driver)
+        self.prefetch_modules(dev, [(text, name) for _, text, name in parts])
+
+    def prefetch_modules(self, dev: DeviceInfo, modules: list[tuple[str, str]]) -> None:
+        """Start the driver JIT of these (module text, file name) and then the nvdisasm of
+        each, in background threads, in this order; `jit_module` takes both."""
+        self.jit_cache.prefetch(modules, dev.driver)
         # nvdisasm of each linked module in the background too: done on first use it held the
         # test thread for most of a minute (docs/run-time.md, lab notes)
         if self._disasm_pool is None:
             self._disasm_pool = ThreadPoolExecutor(max_workers=jit.chunk_count(),
                                                    thread_name_prefix="gpuchar-nvdisasm")
-        for _, text, _name in parts:
+        for text, _name in modules:
             key = (hashlib.sha256(text.encode()).hexdigest(), dev.driver)
             if key not in self._jit_funcs and key not in self._jit_disasm:
                 self._jit_disasm[key] = self._disasm_pool.submit(self._disassemble_linked,

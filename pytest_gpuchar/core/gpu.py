@@ -124,16 +124,23 @@ class Gpu:
 
     # --- clock ----------------------------------------------------------------------------
     def sm_clock_mhz(self, iters: int = 2_000_000,
-                     verify: Callable[[Probe, dict], Verdict] | None = None) -> float:
+                     verify: Callable[[Probe, dict], Verdict] | None = None,
+                     module: Callable[[str, str], tuple] | None = None) -> float:
         """Effective SM clock during the run: SM cycles (%clock64) over nanoseconds
         (%globaltimer) across a ~1-10 ms busy loop on one SM (core.smclock). The driver's
         SASS of the kernel is verified first, through `verify(probe, functions)` (a
         session's door; default the probe's own check), and the loop's result checked
-        after: an invalid probe raises ProbeInvalid, never a number."""
+        after: an invalid probe raises ProbeInvalid, never a number. `module(text, name)`:
+        (Compiled, kernel name -> SASS) of the probe's module as the driver linked it (a
+        session's, which may have linked and disassembled it ahead); default linked and
+        disassembled here."""
         import cupy as cp
         probe = smclock.probe(self.dev.arch)
-        compiled = self.compile(probe.ptx, "sm_clock.ptx")
-        functions = functions_of(compiled.cubin, self.dev.arch)
+        if module is not None:
+            compiled, functions = module(probe.ptx, SM_CLOCK_MODULE)
+        else:
+            compiled = self.compile(probe.ptx, SM_CLOCK_MODULE)
+            functions = functions_of(compiled.cubin, self.dev.arch)
         if verify is None:
             probe.check(functions)
         else:
@@ -154,6 +161,8 @@ class Gpu:
         self.launch(fn, (1,), (1,), (np.uint64(int(seconds * 1e9)),), name=name)
         self.wait(name, timeout_s)
 
+
+SM_CLOCK_MODULE = "sm_clock.ptx"
 
 SPIN_PTX = ptx.Kernel(
     entry="gpuchar_spin", params=[".param .u64 ns_param"], clock=None,

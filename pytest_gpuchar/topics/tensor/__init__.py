@@ -6,13 +6,19 @@ from __future__ import annotations
 
 
 def groups(arch: str) -> list:
-    """The modules the topic compiles for `arch` (core.topic.Topic): the sweeps' and the
-    static checks' (mma), then wgmma in depth, the clock under load and the FP8 emulation
-    (sm_90 only)."""
+    """The modules the topic compiles for `arch` (core.topic.Topic): the clock under load
+    (sm_90 only), the sweeps' and the static checks' (mma), then wgmma in depth and the FP8
+    emulation (sm_90 only).
+
+    The clock under load comes first: its test is the topic's first hardware test in a run
+    (the test modules take turns, and test_clock_under_load.py sorts before test_tensor_*),
+    and a run's driver links and their disassemblies are started in this order. Behind the
+    sweeps' and wgmma's modules, whose links take longest, its disassembly waited for a
+    free thread and held that test for over a second (docs/run-time.md)."""
     from .clock_load import run as clock_load
     from .fp8_emulation import run as fp8_emulation
     from .mma import run as mma
     from .wgmma import run as wgmma
-    out = [*mma.groups(arch), *wgmma.groups(arch), *clock_load.groups(arch),
+    out = [*clock_load.groups(arch), *mma.groups(arch), *wgmma.groups(arch),
            *fp8_emulation.groups(arch)]
     return [g for g in out if g.probes]

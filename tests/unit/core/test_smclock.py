@@ -9,7 +9,7 @@ import pytest
 
 from pytest_gpuchar.core import gpu as g
 from pytest_gpuchar.core import smclock
-from pytest_gpuchar.core.build import Builds
+from pytest_gpuchar.core.build import Builds, functions_of
 from pytest_gpuchar.core.jit import Compiled, JitCache
 from pytest_gpuchar.core import toolchain
 from pytest_gpuchar.core.loop import verify_loop
@@ -146,6 +146,28 @@ def test_sm_clock_mhz_verifies_the_sass_before_launching(fake_cupy, need_offline
     with pytest.raises(ProbeInvalid, match="did not run as compiled"):
         g.Gpu(Dev(), short).sm_clock_mhz(1000)
     assert short.launched == [100, 1000]
+
+
+def test_sm_clock_mhz_takes_the_module_a_session_linked(fake_cupy, need_offline_tools):
+    """With `module` (a session's driver links, made ahead), the probe's module and SASS
+    come from it, and the SASS is still verified before anything is launched."""
+    need_offline_tools("sm_90")
+    asked = []
+
+    def module_of(jit):
+        def module(text, name):
+            asked.append(name)
+            compiled = jit.compile(text, "580.0", name)
+            return compiled, functions_of(compiled.cubin, "sm_90")
+        return module
+    jit = OfflineJit("sm_90")
+    assert g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(jit)) == \
+        pytest.approx(2000.0)
+    assert asked == [g.SM_CLOCK_MODULE] and jit.launched == [100, 1000]
+    unrolling = OfflineJit("sm_90", compiler=lambda text: text.replace(PRAGMA, ""))
+    with pytest.raises(ProbeInvalid, match="probe invalid: clock/sm_clock"):
+        g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(unrolling))
+    assert unrolling.launched == []
 
 
 def test_the_timer_bracket_is_checked_where_the_loop_is_intact(need_offline_tools):
