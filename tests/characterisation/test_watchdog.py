@@ -1,6 +1,6 @@
 """The watchdog on real hardware: a kernel that runs past the limit ends the wait with an error
 naming the probe, and the session treats the GPU as wedged (the rest of the hardware tests
-skip). Run in a subprocess, with a kernel that spins for a bounded 0.8 s (the watchdog gives up
+skip). Run in a subprocess, with a kernel that spins for a bounded 0.5 s (the watchdog gives up
 after 0.25 s; the subprocess's exit then waits for the kernel's end), so this session's GPU is
 never wedged."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pytest_gpuchar.core import device, gpu as g
 gpu = g.Gpu(device.detect(), g.JitCache(), watchdog_s=0.25)
 try:
-    gpu.spin(0.8, timeout_s=0.25, name="latency/spin.selftest")
+    gpu.spin(0.5, timeout_s=0.25, name="latency/spin.selftest")
 except g.ProbeHang as e:
     print("HANG:", e)
     print("WEDGED:", gpu.wedged)
