@@ -42,34 +42,43 @@ def worth_batching(group, selected_tests: int) -> bool:
 
 
 def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
-    """Queue the offline assemblies (static) and driver-JIT links (hardware) the selected
-    tests of these archs and kinds need."""
-    if "static" in kinds:
-        n = static_counts(items)
-        gpuchar.builds.offline_groups([g for t, a in registry.run_order(items, archs)
-                                       for g in registry.groups({t}, a)
-                                       if g.needed(Stage.STATIC)
-                                       and worth_batching(g, n[(t, a)])], wait=False)
+    """Queue the driver-JIT links (hardware) and offline assemblies (static) the selected
+    tests of these archs and kinds need: first what the run's first hardware test waits for
+    (the SM-clock probe, the first topic's modules and its first host job), then the rest."""
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:
         order = [t for t, _ in registry.run_order(items, [dev.arch], "hardware")]
+
+        def modules(topics: list[str]) -> list:
+            return [g for t in topics for g in registry.groups({t}, dev.arch)
+                    if g.needed(Stage.HARDWARE)]
         # the SM-clock probe first: the run's first figure asks for the clock (provenance)
         gpuchar.builds.prefetch_modules(dev, [(smclock.probe(dev.arch).ptx,
                                                gpu.SM_CLOCK_MODULE)])
-        gpuchar.builds.prefetch(dev, [g for t in order for g in registry.groups({t}, dev.arch)
-                                      if g.needed(Stage.HARDWARE)])
+        gpuchar.builds.prefetch(dev, modules(order[:1]))
         # the host work of the rows that no measurement decides, in worker processes, in the
         # order the tests run (core/hostpool.py); but the first job, which the run's first
-        # test asks for now: no worker is up yet to make it (starting one takes about a
-        # second), and asked for, it is made in place
-        gpuchar.runs.in_processes(registry.host_ahead(order, gpuchar, dev.arch)[1:])
+        # test asks for at once: no worker is up yet to make it (starting one takes about a
+        # second), so it is made on a host thread, beside the links and the queueing below
+        jobs = registry.host_ahead(order, gpuchar, dev.arch)
+        if jobs:
+            key, fn, args = jobs[0]
+            gpuchar.runs.ahead(key, lambda: fn(*args))
+        gpuchar.runs.in_processes(jobs[1:])
+        gpuchar.builds.prefetch(dev, modules(order[1:]))
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe
         compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
         for relocatable in (True, False):     # ptxas -c (the JIT's mode) and whole-program
             gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
                                           version=dev.cuda_driver_api, relocatable=relocatable)
+    if "static" in kinds:
+        n = static_counts(items)
+        gpuchar.builds.offline_groups([g for t, a in registry.run_order(items, archs)
+                                       for g in registry.groups({t}, a)
+                                       if g.needed(Stage.STATIC)
+                                       and worth_batching(g, n[(t, a)])], wait=False)
 
 
 def before_test(gpuchar, item: pytest.Item) -> None:

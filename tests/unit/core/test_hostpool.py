@@ -137,22 +137,28 @@ def test_without_a_gpu_nothing_is_started():
     assert g.runs._processes is None and bsp_rows.SIZES
 
 
-def test_on_a_gpu_every_job_but_the_first_goes_to_the_workers():
+def test_on_a_gpu_the_first_job_goes_to_a_host_thread_the_rest_to_the_workers():
     """The run's first test asks for the first job at once: no worker is up to make it, so
-    it is made in place when asked; every later job is started in the workers."""
+    it is started on a host thread (beside the links and the rest of the queueing) and
+    taken from there, the same value as made in place; every later job is started in the
+    workers."""
     runs = RunCache()
     g = SimpleNamespace(is_worker=False, runs=runs, not_measuring="",
                         expectations=Store(), device=SimpleNamespace(
                             arch="sm_90", name="NVIDIA H200", cuda_driver_api="13.0"),
                         builds=SimpleNamespace(offline_groups=lambda *a, **k: None,
-                                               prefetch=lambda *a, **k: None))
+                                               prefetch=lambda *a, **k: None,
+                                               prefetch_modules=lambda *a, **k: None))
     item = SimpleNamespace(get_closest_marker=lambda name: SimpleNamespace(args=("bsp",))
                            if name in ("hardware", "topic") else None,
                            callspec=SimpleNamespace(params={"arch": "sm_90"}))
     try:
         schedule.start(g, [item], ["sm_90"], ("hardware",))
-        first, *later = [key for key, _, _ in registry.host_ahead(["bsp"], g, "sm_90")]
-        assert first == ("bsp", "host", bsp_rows.SIZES[0].id) and first not in runs
-        assert later and all(k in runs for k in later) and runs._processes is not None
+        (first, fn, args), *later = registry.host_ahead(["bsp"], g, "sm_90")
+        assert first == ("bsp", "host", bsp_rows.SIZES[0].id)
+        assert first in runs and not runs._runs[first].process
+        assert later and all(runs._runs[k].process for k, _, _ in later)
+        taken = runs.take(first, lambda: pytest.fail("the first job made again in place"))
+        assert _same(taken, fn(*args))
     finally:
         runs.close()
