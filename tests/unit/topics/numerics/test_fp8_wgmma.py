@@ -128,9 +128,19 @@ def test_k_errors_grow_with_k_for_a_short_accumulator():
     assert q.Fp8Row("e4m3", "rounding_c_terms").asked == ("rounding_c", "terms")
 
 
-def _session(monkeypatch, tc):
+class NoAheadRuns(RunCache):
+    """The session's run cache without work ahead: a test that does not take the CPU models
+    (a second of host work a type, started ahead once the kept bits are known) does not make
+    them on a thread for nothing. The work ahead itself:
+    test_the_cpu_models_start_once_the_bits_are_known_and_are_taken_by_k_growth."""
+
+    def ahead(self, key, make):
+        pass
+
+
+def _session(monkeypatch, tc, runs=RunCache):
     monkeypatch.setattr(fp8_run, "runner", lambda session: tc)
-    return types.SimpleNamespace(runs=RunCache())
+    return types.SimpleNamespace(runs=runs())
 
 
 class _Record:
@@ -163,7 +173,7 @@ def test_questions_as_figures(monkeypatch):
 
 
 def test_bits_text_and_layout_check(monkeypatch):
-    s = _session(monkeypatch, Model(-10))
+    s = _session(monkeypatch, Model(-10), NoAheadRuns)
     text = fp8_run.bits_text(s, "e5m2", "sm_90")
     assert text.startswith("// wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e5m2 on sm_90")
     assert "// accumulator cases" in text and "\n13 46000400 " in text    # 2^13 + 1 exact
