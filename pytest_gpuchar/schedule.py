@@ -24,16 +24,14 @@ from .topics import registry
 
 
 def selected(items, marker: str) -> set[str]:
-    """The topics of the selected tests carrying `marker`."""
-    return {t for item in items if item.get_closest_marker(marker) is not None
-            for t in [registry.topic_of(item)] if t}
+    """The topics of the selected tests carrying `marker` (static, hardware)."""
+    return {f.topic for f in map(registry.facts, items) if f.topic and getattr(f, marker)}
 
 
 def static_counts(items) -> Counter:
     """Selected static tests per (topic, arch)."""
-    return Counter((registry.topic_of(item), item.callspec.params.get("arch"))
-                   for item in items if item.get_closest_marker("static") is not None
-                   and hasattr(item, "callspec"))
+    return Counter((f.topic, f.arch) for item in items for f in [registry.facts(item)]
+                   if f.static and hasattr(item, "callspec"))
 
 
 def worth_batching(group, selected_tests: int) -> bool:

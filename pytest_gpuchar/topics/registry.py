@@ -12,6 +12,9 @@ hardware tests).
 from __future__ import annotations
 
 import importlib
+from typing import NamedTuple
+
+import pytest
 
 from ..core.build import Group
 from ..core.topic import TOPICS, Topic, TopicInfo
@@ -39,6 +42,34 @@ def topic_of(item) -> str | None:
     return m.args[0] if m and m.args else None
 
 
+class Facts(NamedTuple):
+    """What the compile scheduling reads of a collected test."""
+    topic: str | None
+    arch: str | None
+    static: bool
+    hardware: bool
+
+
+FACTS = pytest.StashKey[Facts]()
+
+
+def facts(item) -> Facts:
+    """A collected test's topic, arch parameter and kind (static, hardware markers), read once
+    per test: the compile scheduling asks them of every collected test once per arch and kind
+    a pytest-xdist worker receives (about 15,000 tests, a few hundred thousand marker
+    lookups a worker in this repository's own test run)."""
+    stash = getattr(item, "stash", None)
+    if stash is not None and FACTS in stash:
+        return stash[FACTS]
+    spec = getattr(item, "callspec", None)
+    f = Facts(topic_of(item), spec.params.get("arch") if spec else None,
+              item.get_closest_marker("static") is not None,
+              item.get_closest_marker("hardware") is not None)
+    if stash is not None:
+        stash[FACTS] = f
+    return f
+
+
 def run_order(items, archs: list[str], marker: str = "static") -> list[tuple[str, str]]:
     """(topic, arch) of the tests carrying `marker` (static, hardware) among `items` in the
     order the run reaches them, so background compiles can be queued in that order: a
@@ -48,11 +79,9 @@ def run_order(items, archs: list[str], marker: str = "static") -> list[tuple[str
     every other module's link)."""
     order: dict[tuple[str, str], None] = {}
     for item in items:
-        spec = getattr(item, "callspec", None)
-        arch = spec.params.get("arch") if spec else None
-        topic = topic_of(item) if arch in archs and item.get_closest_marker(marker) else None
-        if topic:
-            order.setdefault((topic, arch), None)
+        f = facts(item)
+        if f.topic and f.arch in archs and getattr(f, marker):
+            order.setdefault((f.topic, f.arch), None)
     return list(order)
 
 
