@@ -81,11 +81,6 @@ def repeats(session: Context) -> int:
 
 # --- per kernel: host inputs and reference (made ahead), buffers, arguments, output check --
 
-# sizes whose inputs and CPU reference the session's host workers make while the GPU measures
-# the current one (the largest: 16 M KNN records, a 2048 x 2048 Hotspot's stencil steps)
-HOST_AHEAD = 2
-
-
 @dataclass
 class HostJob:
     """A size's inputs (the same numbers every run: analysis.rng) and the CPU reference its
@@ -120,10 +115,8 @@ def host_ahead(arch: str) -> list[tuple]:
 
 
 def host_work(session: Context, size: Size) -> HostJob:
-    """The size's HostJob (made ahead, or now); the next HOST_AHEAD sizes' started."""
-    i = SIZES.index(size) if size in SIZES else len(SIZES)
-    for nxt in SIZES[i + 1:i + 1 + HOST_AHEAD]:
-        session.runs.ahead(_host_key(nxt), lambda nxt=nxt: host_job(nxt))
+    """The size's HostJob: made ahead (every size is queued at the run's first test,
+    host_ahead), or now; handed over, not kept."""
     return session.runs.take(_host_key(size), lambda: host_job(size))
 
 

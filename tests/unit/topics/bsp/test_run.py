@@ -118,22 +118,12 @@ class FakeBuilds:
         return Built(probe, funcs, compiled=compiled)
 
 
-class OneRowRuns(RunCache):
-    """The session's run cache without work ahead: a test of one row makes that row's host
-    work when the row takes it, not the next sizes' on threads for nothing (KNN 2^24's 16 M
-    records and reference, 2048^2 Hotspot and MM: seconds of CPU a test, still running after
-    it). The work ahead itself: test_host_work_is_made_ahead_for_the_next_sizes."""
-
-    def ahead(self, key, make):
-        pass
-
-
 class FakeSession:
     def __init__(self, wrong=False):
         dev = types.SimpleNamespace(name="NVIDIA H200", arch="sm_90", sm_count=SMS,
                                     shared_per_sm=228 * 1024, l2_bytes=50 * 2 ** 20,
                                     driver="580.0", sm_clock_max_mhz=1980.0)
-        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), OneRowRuns()
+        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), RunCache()
         self.runner = Runner(self.gpu)
         self.repeats, self.recorder, self.expectations = 7, Recorder(), STORE
 
@@ -245,7 +235,9 @@ def test_missing_parameters_are_not_applicable(cupy, tmp_path):
     assert session.gpu.launches == 0
 
 
-def test_host_work_is_made_ahead_for_the_next_sizes(monkeypatch):
+def test_host_work_takes_the_job_made_ahead_or_makes_it_now(monkeypatch):
+    """A size's job queued ahead (as schedule.start queues every size) is taken from there,
+    one not queued is made when asked; neither is kept, and no other size's is started."""
     made = []
 
     def job(size):
@@ -253,13 +245,16 @@ def test_host_work_is_made_ahead_for_the_next_sizes(monkeypatch):
         return run.HostJob({"size": size.id}, None)
     monkeypatch.setattr(run, "host_job", job)
     session = types.SimpleNamespace(runs=RunCache())
-    first, *rest = rows.SIZES
-    assert run.host_work(session, first).inputs == {"size": first.id}
-    for nxt in rest[:run.HOST_AHEAD]:       # started ahead, then taken (and not kept)
-        assert run.host_work(session, nxt).inputs == {"size": nxt.id}
-        assert run._host_key(nxt) not in session.runs
-    first_ones = rows.SIZES[:1 + run.HOST_AHEAD]
-    assert sorted(made[:len(first_ones)]) == sorted(s.id for s in first_ones)
+    first, second, *_ = rows.SIZES
+    try:
+        session.runs.ahead(run._host_key(first), lambda: run.HostJob({"ahead": first.id}, None))
+        assert run.host_work(session, first).inputs == {"ahead": first.id}
+        assert run.host_work(session, second).inputs == {"size": second.id}
+        assert made == [second.id]
+        assert run._host_key(first) not in session.runs
+        assert run._host_key(second) not in session.runs
+    finally:
+        session.runs.close()
 
 
 def test_host_job_keeps_the_inputs_and_checks_of_the_rows():
