@@ -18,7 +18,7 @@ from collections import Counter
 
 import pytest
 
-from .core import gpu, smclock
+from .core import smclock
 from .core.build import Stage
 from .topics import registry
 
@@ -52,8 +52,7 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
             return [g for t in topics for g in registry.groups({t}, dev.arch)
                     if g.needed(Stage.HARDWARE)]
         # the SM-clock probe first: the run's first figure asks for the clock (provenance)
-        gpuchar.builds.prefetch_modules(dev, [(smclock.probe(dev.arch).ptx,
-                                               gpu.SM_CLOCK_MODULE)])
+        gpuchar.builds.prefetch_modules(dev, [smclock.module(dev.arch)])
         gpuchar.builds.prefetch(dev, modules(order[:1]))
         # the host work of the rows that no measurement decides, in worker processes, in the
         # order the tests run (core/hostpool.py); but the first job, which the run's first

@@ -136,10 +136,11 @@ class Gpu:
         disassembled here."""
         import cupy as cp
         probe = smclock.probe(self.dev.arch)
+        text, name = smclock.module(self.dev.arch)
         if module is not None:
-            compiled, functions = module(probe.ptx, SM_CLOCK_MODULE)
+            compiled, functions = module(text, name)
         else:
-            compiled = self.compile(probe.ptx, SM_CLOCK_MODULE)
+            compiled = self.compile(text, name)
             functions = functions_of(compiled.cubin, self.dev.arch)
         if verify is None:
             probe.check(functions)
@@ -161,8 +162,6 @@ class Gpu:
         self.launch(fn, (1,), (1,), (np.uint64(int(seconds * 1e9)),), name=name)
         self.wait(name, timeout_s)
 
-
-SM_CLOCK_MODULE = "sm_clock.ptx"
 
 SPIN_PTX = ptx.Kernel(
     entry="gpuchar_spin", params=[".param .u64 ns_param"], clock=None,

@@ -23,6 +23,7 @@ from .verify import ProbeInvalid, matches
 
 ENTRY = "sm_clock"
 NAME = "clock/sm_clock"
+MODULE = "sm_clock.ptx"     # the file name the probe's module is linked under
 LCG_A, LCG_C = 1664525, 1013904223      # Numerical Recipes' 32-bit LCG
 MASK = (1 << 32) - 1
 # the SASS of one mad.lo.u32 (core's arch table, as the throughput rows' FIB chain):
@@ -126,6 +127,12 @@ def probe(arch: str) -> SmClockProbe:
     """The SM-clock probe for `arch` (the length is the LCG steps per iteration: one)."""
     return SmClockProbe(NAME, arch, "\n" + kernel(), {1: ENTRY}, {1: 1}, unit=unit(arch),
                         guarded=False)
+
+
+def module(arch: str) -> tuple[str, str]:
+    """(module text, file name) of the probe for `arch`, as Gpu.sm_clock_mhz links it: what
+    a session links ahead (schedule.start)."""
+    return probe(arch).ptx, MODULE
 
 
 def lcg(x0: int, n: int) -> int:

@@ -163,7 +163,7 @@ def test_sm_clock_mhz_takes_the_module_a_session_linked(fake_cupy, need_offline_
     jit = OfflineJit("sm_90")
     assert g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(jit)) == \
         pytest.approx(2000.0)
-    assert asked == [g.SM_CLOCK_MODULE] and jit.launched == [100, 1000]
+    assert asked == [smclock.MODULE] and jit.launched == [100, 1000]
     unrolling = OfflineJit("sm_90", compiler=lambda text: text.replace(PRAGMA, ""))
     with pytest.raises(ProbeInvalid, match="probe invalid: clock/sm_clock"):
         g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(unrolling))
