@@ -81,12 +81,12 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
 def before_test(gpuchar, item: pytest.Item) -> None:
     """At a characterisation test: start the compiles of the run (once per process; on a
     pytest-xdist worker once per arch and kind it receives)."""
-    spec = getattr(item, "callspec", None)
-    arch = spec.params.get("arch") if spec else None
-    if arch is None or registry.topic_of(item) is None:
+    f = registry.facts(item)
+    arch = f.arch
+    if arch is None or f.topic is None:
         return
     if gpuchar.is_worker:
-        kind = "static" if item.get_closest_marker("static") else "hardware"
+        kind = "static" if f.static else "hardware"
         if ("compiled", arch, kind) not in gpuchar.runs:
             gpuchar.runs.once(("compiled", arch, kind), lambda: True)
             start(gpuchar, item.session.items, [arch], (kind,))
