@@ -42,7 +42,10 @@ def worth_batching(group, selected_tests: int) -> bool:
 def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     """Queue the driver-JIT links (hardware) and offline assemblies (static) the selected
     tests of these archs and kinds need: first what the run's first hardware test waits for
-    (the SM-clock probe, the first topic's modules and its first host job), then the rest."""
+    (the SM-clock probe, the first topic's modules and its first host job), then the rest.
+    The offline assemblies are queued on the builds' queueing thread (`Builds.later`):
+    building every static group's probes and their digests held the test thread about a
+    second before a GPU run's first test; `Builds.offline` waits for that queueing."""
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:
@@ -67,15 +70,19 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
         # the offline ptxas of the driver's CUDA version, which the figures compare with the
         # driver's SASS: one module per part, not one ptxas per probe
         compared = {t for t in hardware if registry.topic(t).jit_vs_ptxas}
-        for relocatable in (True, False):     # ptxas -c (the JIT's mode) and whole-program
-            gpuchar.builds.offline_groups(registry.groups(compared, dev.arch), wait=False,
-                                          version=dev.cuda_driver_api, relocatable=relocatable)
+        gpuchar.builds.later(lambda: _queue_compared(gpuchar.builds, compared, dev))
     if "static" in kinds:
         n = static_counts(items)
-        gpuchar.builds.offline_groups([g for t, a in registry.run_order(items, archs)
-                                       for g in registry.groups({t}, a)
-                                       if g.needed(Stage.STATIC)
-                                       and worth_batching(g, n[(t, a)])], wait=False)
+        order = registry.run_order(items, archs)
+        gpuchar.builds.later(lambda: gpuchar.builds.offline_groups(
+            [g for t, a in order for g in registry.groups({t}, a)
+             if g.needed(Stage.STATIC) and worth_batching(g, n[(t, a)])], wait=False))
+
+
+def _queue_compared(builds, topics: set[str], dev) -> None:
+    for relocatable in (True, False):     # ptxas -c (the JIT's mode) and whole-program
+        builds.offline_groups(registry.groups(topics, dev.arch), wait=False,
+                              version=dev.cuda_driver_api, relocatable=relocatable)
 
 
 def before_test(gpuchar, item: pytest.Item) -> None:

@@ -134,6 +134,9 @@ class Builds:
         # the SASS of prefetched driver-JIT modules, disassembled as soon as each is linked
         self._jit_disasm: dict[tuple, object] = {}         # (sha, driver) -> Future
         self._disasm_pool: ThreadPoolExecutor | None = None
+        # queueing handed to a thread of its own (`later`): `offline` waits for it first
+        self._queued: list = []
+        self._queue_pool: ThreadPoolExecutor | None = None
 
     # --- offline ----------------------------------------------------------------------------
     def offline_module(self, arch: str, text: str, name: str = "module",
@@ -206,6 +209,21 @@ class Builds:
             for fut in futures:
                 fut.result()
 
+    def later(self, queue: Callable[[], None]) -> None:
+        """Run `queue` (work that queues offline assemblies: building groups' probes, their
+        digests, `offline_groups(wait=False)`) on the session's queueing thread, after what
+        was handed to it before, while the caller goes on. `offline` waits for all of it
+        before looking a probe up, and raises what it raised (once)."""
+        if self._queue_pool is None:
+            self._queue_pool = ThreadPoolExecutor(max_workers=1,
+                                                  thread_name_prefix="gpuchar-queue")
+        self._queued.append(self._queue_pool.submit(queue))
+
+    def _queueing_done(self) -> None:
+        while self._queued:
+            fut = self._queued.pop(0)
+            fut.result()
+
     def _build_part(self, arch: str, tool: toolchain.Tool, part: list[Probe], text: str,
                     name: str, pieces: tuple = ()) -> None:
         try:
@@ -220,7 +238,12 @@ class Builds:
                     e: funcs[e] for e in p.entries.values() if e in funcs}
 
     def close(self) -> None:
-        """End of the session: queued parts are dropped, the running ones finish."""
+        """End of the session: queued parts are dropped, the running ones finish (a
+        queueing still running first: it would queue parts after the pools are gone)."""
+        if self._queue_pool is not None:
+            self._queue_pool.shutdown(wait=True, cancel_futures=True)
+            self._queue_pool = None
+            self._queued.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
@@ -235,8 +258,9 @@ class Builds:
         tool = tool or toolchain.find("ptxas", probe.arch)
         toolchain.find("nvdisasm", probe.arch)
         key = (probe.arch, tool.key, probe.digest)
-        pending = self._offline_pending.pop(key, None)
         with timing.blocked(timing.OFFLINE):
+            self._queueing_done()
+            pending = self._offline_pending.pop(key, None)
             if pending is not None and not pending.cancelled():
                 try:
                     pending.result()        # its part is compiling in the background

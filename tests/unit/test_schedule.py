@@ -68,3 +68,31 @@ def test_on_a_gpu_hardware_tests_run_first():
 def test_a_few_tests_of_a_large_group_compile_alone():
     group = SimpleNamespace(probes=list(range(80)))
     assert schedule.worth_batching(group, 10) and not schedule.worth_batching(group, 9)
+
+
+def test_the_offline_assemblies_are_queued_on_the_builds_thread(monkeypatch):
+    """start() returns before the static groups are built (about a second of the test
+    thread before a GPU run's first test): they are built and queued on the builds'
+    queueing thread, in the run's order, which Builds.offline waits for."""
+    import threading
+
+    from pytest_gpuchar.core.build import Builds
+    b = Builds()
+    go, seen = threading.Event(), []
+
+    def offline_groups(groups, *, wait=True, **kw):
+        go.wait(10)
+        seen.append((threading.current_thread().name.split("_")[0],
+                     sorted({(g.name.split("/")[0], g.arch) for g in groups}), wait))
+    monkeypatch.setattr(b, "offline_groups", offline_groups)
+    g = gpuchar(archs=("sm_80", "sm_90"))
+    g.builds = b
+    items = [item("dpx", arch) for arch in ("sm_90", "sm_80") for _ in range(200)]
+    schedule.start(g, items, ["sm_80", "sm_90"], ("static",))
+    assert seen == []
+    go.set()
+    b._queueing_done()
+    ((thread, groups, wait),) = seen
+    assert thread == "gpuchar-queue" and wait is False
+    assert {arch for _, arch in groups} == {"sm_80", "sm_90"}
+    b.close()

@@ -177,3 +177,62 @@ def test_prefetched_modules_are_disassembled_in_the_background(monkeypatch,
     b.close()
     assert where and all(w.startswith("gpuchar-nvdisasm") for w in where)
     assert compiled.cubin == cubin and all(p.check(funcs).ok for p in ps)
+
+
+def test_offline_waits_for_the_queueing_handed_to_its_thread(need_offline_tools):
+    """`later` runs the queueing (building groups, `offline_groups(wait=False)`) on a
+    thread of its own while the caller goes on; a probe looked up meanwhile waits for it and
+    comes from its group's module (one ptxas run for the group), not assembled alone."""
+    need_offline_tools("sm_80")
+    import threading
+    ps = _probes("sm_80", ["add.u32", "fma.rn.f32", "mul.lo.u32"])
+    b = build.Builds()
+    go, threads = threading.Event(), []
+
+    def queue():
+        threads.append(threading.current_thread().name)
+        go.wait(10)
+        b.offline_groups([build.Group("batch", "sm_80", ps)], wait=False)
+    b.later(queue)
+    assert b.assembled == 0 and not b._offline_pending      # not queued yet: it waits on `go`
+    threading.Timer(0.2, go.set).start()
+    built = [b.offline(p) for p in ps]
+    assert threads == [threads[0]] and threads[0].startswith("gpuchar-queue")
+    assert b.assembled == 1 and all(p.check(x.functions).ok for p, x in zip(ps, built))
+    b.close()
+
+
+def test_an_error_of_the_queueing_is_raised_once_then_probes_are_built_alone(
+        need_offline_tools):
+    need_offline_tools("sm_80")
+    (p,) = _probes("sm_80", ["add.u32"])
+    b = build.Builds()
+
+    def queue():
+        raise ValueError("row add.u32: no such operand")
+    b.later(queue)
+    with pytest.raises(ValueError, match="no such operand"):
+        b.offline(p)
+    assert p.check(b.offline(p).functions).ok and b.assembled == 1
+
+
+def test_close_lets_a_running_queueing_finish_and_drops_what_it_queued(need_offline_tools):
+    """A session ending while its queueing runs: close waits for it (it would otherwise
+    start a new pool of ptxas after the session), then drops the parts it queued."""
+    need_offline_tools("sm_80")
+    import threading
+    import time
+    ps = _probes("sm_80", ["add.u32", "fma.rn.f32"])
+    b = build.Builds()
+    started, done = threading.Event(), []
+
+    def queue():
+        started.set()
+        time.sleep(0.3)
+        b.offline_groups([build.Group("batch", "sm_80", ps)], wait=False)
+        done.append(True)
+    b.later(queue)
+    b.later(lambda: done.append("never"))
+    started.wait(10)
+    b.close()
+    assert done == [True] and b._pool is None and b._queue_pool is None

@@ -128,7 +128,8 @@ def test_arrays_travel_in_the_pickle_where_no_file_can_be_written(tmp_path):
 
 def test_without_a_gpu_nothing_is_started():
     g = SimpleNamespace(is_worker=False, runs=RunCache(), device=None,
-                        builds=SimpleNamespace(offline_groups=lambda *a, **k: None),
+                        builds=SimpleNamespace(offline_groups=lambda *a, **k: None,
+                                               later=lambda queue: queue()),
                         not_measuring="")
     item = SimpleNamespace(get_closest_marker=lambda name: SimpleNamespace(args=("bsp",))
                            if name in ("hardware", "topic") else None,
@@ -147,6 +148,7 @@ def test_on_a_gpu_the_first_job_goes_to_a_host_thread_the_rest_to_the_workers():
                         expectations=Store(), device=SimpleNamespace(
                             arch="sm_90", name="NVIDIA H200", cuda_driver_api="13.0"),
                         builds=SimpleNamespace(offline_groups=lambda *a, **k: None,
+                                               later=lambda queue: queue(),
                                                prefetch=lambda *a, **k: None,
                                                prefetch_modules=lambda *a, **k: None))
     item = SimpleNamespace(get_closest_marker=lambda name: SimpleNamespace(args=("bsp",))
