@@ -43,9 +43,11 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
     """Queue the driver-JIT links (hardware) and offline assemblies (static) the selected
     tests of these archs and kinds need: first what the run's first hardware test waits for
     (the SM-clock probe, the first topic's modules and its first host job), then the rest.
-    The offline assemblies are queued on the builds' queueing thread (`Builds.later`):
-    building every static group's probes and their digests held the test thread about a
-    second before a GPU run's first test; `Builds.offline` waits for that queueing."""
+    The offline assemblies are queued on the builds' queueing thread (`Builds.later`) once
+    the test thread first waits long for the GPU (or asks for a listing): building every
+    static group's probes and their digests held the test thread about a second before a
+    GPU run's first test, and on a thread of its own from the start it held the first
+    test's Python as long (the interpreter's lock)."""
     dev = gpuchar.device
     hardware = selected(items, "hardware") if "hardware" in kinds else set()
     if dev and dev.arch in archs and hardware and not gpuchar.not_measuring:

@@ -124,7 +124,8 @@ class GpuCharSession:
             from .core.gpu import Gpu
             dev = self.device
             self.builds.jit_cache.device_index = dev.index
-            self._gpu = Gpu(dev, self.builds.jit_cache, self.watchdog_s)
+            self._gpu = Gpu(dev, self.builds.jit_cache, self.watchdog_s,
+                            on_long_wait=self.builds.go)
         return self._gpu
 
     @property

@@ -134,9 +134,12 @@ class Builds:
         # the SASS of prefetched driver-JIT modules, disassembled as soon as each is linked
         self._jit_disasm: dict[tuple, object] = {}         # (sha, driver) -> Future
         self._disasm_pool: ThreadPoolExecutor | None = None
-        # queueing handed to a thread of its own (`later`): `offline` waits for it first
+        # queueing handed to a thread of its own (`later`), run once `go` is called;
+        # `offline` waits for it first
         self._queued: list = []
         self._queue_pool: ThreadPoolExecutor | None = None
+        self._go = threading.Event()
+        self._closing = False
 
     # --- offline ----------------------------------------------------------------------------
     def offline_module(self, arch: str, text: str, name: str = "module",
@@ -212,14 +215,26 @@ class Builds:
     def later(self, queue: Callable[[], None]) -> None:
         """Run `queue` (work that queues offline assemblies: building groups' probes, their
         digests, `offline_groups(wait=False)`) on the session's queueing thread, after what
-        was handed to it before, while the caller goes on. `offline` waits for all of it
-        before looking a probe up, and raises what it raised (once)."""
+        was handed to it before, once `go` has been called: a GPU run calls it at the test
+        thread's first long wait for the GPU (core.gpu.Gpu.on_long_wait), where the queueing
+        does not compete with the test thread's own Python; `offline` calls it and waits for
+        all of it before looking a probe up, and raises what it raised (once)."""
         if self._queue_pool is None:
             self._queue_pool = ThreadPoolExecutor(max_workers=1,
                                                   thread_name_prefix="gpuchar-queue")
-        self._queued.append(self._queue_pool.submit(queue))
+        self._queued.append(self._queue_pool.submit(self._when_going, queue))
+
+    def _when_going(self, queue: Callable[[], None]) -> None:
+        self._go.wait()
+        if not self._closing:
+            queue()
+
+    def go(self) -> None:
+        """Let the queueing handed to `later` start."""
+        self._go.set()
 
     def _queueing_done(self) -> None:
+        self.go()
         while self._queued:
             fut = self._queued.pop(0)
             fut.result()
@@ -241,6 +256,8 @@ class Builds:
         """End of the session: queued parts are dropped, the running ones finish (a
         queueing still running first: it would queue parts after the pools are gone)."""
         if self._queue_pool is not None:
+            self._closing = True            # a queueing not started yet does nothing
+            self.go()
             self._queue_pool.shutdown(wait=True, cancel_futures=True)
             self._queue_pool = None
             self._queued.clear()

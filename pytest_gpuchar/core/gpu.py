@@ -27,6 +27,8 @@ PASSES = 2   # kernel passes over the timed region; the first warms the instruct
 # after its kernel ended (a run waits many times, often between dependent launches)
 POLL_FIRST_S = 2e-5
 POLL_MAX_S = 5e-4
+# A wait this long is the GPU's, not a launch's: `Gpu.on_long_wait` is called (once)
+LONG_WAIT_S = 0.05
 
 
 class ProbeHang(RuntimeError):
@@ -76,6 +78,9 @@ class Gpu:
     jit: JitCache
     watchdog_s: float = DEFAULT_WATCHDOG_S
     wedged: str | None = None        # the probe that hung, if one did
+    # called once, at the first wait that lasts LONG_WAIT_S: host work that would hold up
+    # the test thread if started before (the session's offline queueing, Builds.go)
+    on_long_wait: Callable[[], None] | None = None
 
     def ensure_alive(self, name: str) -> None:
         if self.wedged:
@@ -107,9 +112,13 @@ class Gpu:
 
     def _poll(self, event, name: str, timeout_s: float | None = None) -> None:
         limit = self.watchdog_s if timeout_s is None else timeout_s
-        deadline = time.monotonic() + limit
+        start = time.monotonic()
+        deadline = start + limit
         delay = POLL_FIRST_S
         while (status := event_status(event)) != 0:
+            if self.on_long_wait is not None and time.monotonic() - start >= LONG_WAIT_S:
+                go, self.on_long_wait = self.on_long_wait, None
+                go()
             if status != NOT_READY:
                 self.wedged = name
                 raise ProbeFault(f"probe {name} faulted: CUDA error {status} "

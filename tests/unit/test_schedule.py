@@ -91,7 +91,7 @@ def test_the_offline_assemblies_are_queued_on_the_builds_thread(monkeypatch):
     schedule.start(g, items, ["sm_80", "sm_90"], ("static",))
     assert seen == []
     go.set()
-    b._queueing_done()
+    b._queueing_done()          # as Builds.offline does: let it go, wait for it
     ((thread, groups, wait),) = seen
     assert thread == "gpuchar-queue" and wait is False
     assert {arch for _, arch in groups} == {"sm_80", "sm_90"}

@@ -181,23 +181,24 @@ def test_prefetched_modules_are_disassembled_in_the_background(monkeypatch,
 
 def test_offline_waits_for_the_queueing_handed_to_its_thread(need_offline_tools):
     """`later` runs the queueing (building groups, `offline_groups(wait=False)`) on a
-    thread of its own while the caller goes on; a probe looked up meanwhile waits for it and
-    comes from its group's module (one ptxas run for the group), not assembled alone."""
+    thread of its own once `go` is called (a GPU run's first long wait); a probe looked up
+    before calls it and waits, and comes from its group's module (one ptxas run for the
+    group), not assembled alone."""
     need_offline_tools("sm_80")
     import threading
+    import time
     ps = _probes("sm_80", ["add.u32", "fma.rn.f32", "mul.lo.u32"])
     b = build.Builds()
-    go, threads = threading.Event(), []
+    threads = []
 
     def queue():
         threads.append(threading.current_thread().name)
-        go.wait(10)
         b.offline_groups([build.Group("batch", "sm_80", ps)], wait=False)
     b.later(queue)
-    assert b.assembled == 0 and not b._offline_pending      # not queued yet: it waits on `go`
-    threading.Timer(0.2, go.set).start()
+    time.sleep(0.1)
+    assert threads == [] and not b._offline_pending       # waiting for `go`
     built = [b.offline(p) for p in ps]
-    assert threads == [threads[0]] and threads[0].startswith("gpuchar-queue")
+    assert len(threads) == 1 and threads[0].startswith("gpuchar-queue")
     assert b.assembled == 1 and all(p.check(x.functions).ok for p, x in zip(ps, built))
     b.close()
 
@@ -218,7 +219,8 @@ def test_an_error_of_the_queueing_is_raised_once_then_probes_are_built_alone(
 
 def test_close_lets_a_running_queueing_finish_and_drops_what_it_queued(need_offline_tools):
     """A session ending while its queueing runs: close waits for it (it would otherwise
-    start a new pool of ptxas after the session), then drops the parts it queued."""
+    start a new pool of ptxas after the session), then drops the parts it queued; a
+    queueing that was never let go does nothing."""
     need_offline_tools("sm_80")
     import threading
     import time
@@ -233,6 +235,11 @@ def test_close_lets_a_running_queueing_finish_and_drops_what_it_queued(need_offl
         done.append(True)
     b.later(queue)
     b.later(lambda: done.append("never"))
+    b.go()
     started.wait(10)
     b.close()
     assert done == [True] and b._pool is None and b._queue_pool is None
+    idle = build.Builds()
+    idle.later(lambda: done.append("never let go"))
+    idle.close()
+    assert done == [True] and idle.assembled == 0

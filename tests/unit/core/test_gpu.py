@@ -56,3 +56,28 @@ def test_the_poll_sleeps_short_first_then_doubling_to_the_longest(monkeypatch):
     g.Gpu(dev=None, jit=g.JitCache()).poll(_NeverDone(), "x")
     assert slept[0] == g.POLL_FIRST_S and max(slept) == g.POLL_MAX_S and len(slept) == 8
     assert all(b == min(2 * a, g.POLL_MAX_S) for a, b in zip(slept, slept[1:]))
+
+
+class _DoneAfter:
+    """A stand-in event whose work ends `s` seconds after it is made."""
+    def __init__(self, s: float):
+        import time
+        self.end = time.monotonic() + s
+
+    @property
+    def done(self):
+        import time
+        return time.monotonic() >= self.end
+
+
+def test_the_first_long_wait_starts_the_host_work_that_waited_for_it():
+    """on_long_wait (the session's offline queueing) is called once, at the first wait that
+    lasts LONG_WAIT_S, not at the short waits before it nor at any wait after it."""
+    called = []
+    gpu = g.Gpu(dev=None, jit=g.JitCache(), on_long_wait=lambda: called.append(1))
+    gpu.poll(_DoneAfter(0.0), "short")
+    gpu.poll(_DoneAfter(g.LONG_WAIT_S / 5), "short")
+    assert called == [] and gpu.on_long_wait is not None
+    gpu.poll(_DoneAfter(2 * g.LONG_WAIT_S), "long")
+    gpu.poll(_DoneAfter(2 * g.LONG_WAIT_S), "long again")
+    assert called == [1] and gpu.on_long_wait is None
