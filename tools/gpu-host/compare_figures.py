@@ -36,9 +36,24 @@ def _num(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) and math.isfinite(float(v)) else None
 
 
+def relative_error(result: dict) -> bool:
+    """A model's relative error against a measurement (|predicted - measured| / measured:
+    the Many-BSP predictions' `*.error`, unit ratio), a number near zero."""
+    return result.get("unit") == "ratio" and str(result.get("key", "")).endswith(".error")
+
+
+def scale(result: dict, value: float) -> float:
+    """What the 1% is taken of: the value; for a relative error, the measurement it is
+    relative to, carried through as its spread is (d|p - m| / m = (p / m) dm / m, and
+    p / m <= 1 + error): 1% of a value near zero was a hundredth of a per cent, so a
+    measurement that moved within its own allowance moved its error outside
+    (results/sm_90/compare-41/README.md)."""
+    return 1.0 + abs(value) if relative_error(result) else abs(value)
+
+
 def compare_one(old: dict | None, new: dict | None) -> dict:
     """One figure: values, spreads, |difference|, the allowance (larger spread + 1% of the
-    old value) and the verdict: same, within, OUTSIDE, or only-old / only-new / no-value."""
+    old value, `scale`) and the verdict: same, within, OUTSIDE, or only-old / only-new / no-value."""
     row = {"old": None if old is None else old.get("value"),
            "new": None if new is None else new.get("value"),
            "old_spread": None if old is None else old.get("spread"),
@@ -55,7 +70,7 @@ def compare_one(old: dict | None, new: dict | None) -> dict:
             a is None and b is None) else "no-value"
         return row
     spread = max(_num(old.get("spread")) or 0.0, _num(new.get("spread")) or 0.0)
-    allowance = spread + REL * abs(a)
+    allowance = spread + REL * scale(old, a)
     row.update(diff=b - a, allowance=allowance)
     row["verdict"] = "same" if a == b else "within" if abs(b - a) <= allowance else "OUTSIDE"
     return row

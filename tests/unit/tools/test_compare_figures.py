@@ -32,6 +32,21 @@ def test_verdicts(old, new, verdict):
     assert cf.compare_one(old, new)["verdict"] == verdict
 
 
+def test_a_relative_error_is_allowed_1_percent_of_its_measurement():
+    """bsp.mm.2048x2048x2048.error on one H200: 0.0017 -> 0.0070 while the measured
+    cycles it is relative to moved within their own spread + 1%: the 1% of a relative error
+    is 1% of that measurement (0.01 x p/m), not 1% of a number near zero."""
+    def err(value, spread):
+        return {**r("bsp.mm.2048x2048x2048.error", value, spread), "unit": "ratio"}
+    got = cf.compare_one(err(0.001697, 0.003944), err(0.006968, 0.002232))
+    assert got["verdict"] == "within" and got["allowance"] == pytest.approx(
+        0.003944 + 0.01 * 1.001697)
+    assert cf.compare_one(err(0.0017, 0.0039), err(0.02, 0.0022))["verdict"] == "OUTSIDE"
+    # any other figure near zero keeps 1% of its value (a numerics error, in its own unit)
+    tiny = {**r("numerics.chain.f16.init_f16.error", 0.0005), "unit": "error"}
+    assert cf.compare_one(tiny, {**tiny, "value": 0.0006})["verdict"] == "OUTSIDE"
+
+
 def test_a_comparison_is_written(tmp_path):
     old = {"meta": {"wall_s": 90.0, "device": "H100"}, "results": [
         r("memory.latency.l1", 33.0, 0.2), r("sass.x", None, status="info")]}
