@@ -60,9 +60,10 @@ from ..results.gate import HISTORY
 from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
 from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
                                measured_clock, other_process,
-                               Change, failure_changes, junit_failures, junit_skips, number,
+                               Change, failure_changes, junit_failures, junit_skips,
                                repeatability, repeatability_lines, verdict)
 from ..results.files import ResultsError, read_report, read_results
+from ..results.finite import number
 from ..results.history_rows import HistoryError
 from .output import OutputError, check_dir, unwritable, interruptible
 from .pytest_args import default_tests, selected_tonight, test_paths

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from .changes import number
+from .finite import number
 from .schema import ArchExpectations
 
 USABLE = ("pass", "measured")      # statuses whose value an export reads

@@ -3,7 +3,6 @@ statuses, presence), failed tests and snapshot diffs from the junit XML, the ver
 code) of a nightly run, and the repeatability of two runs per topic against SPEC's bar."""
 from __future__ import annotations
 
-import math
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gate
+from .finite import number
 
 EXIT_NO_CHANGE = 0
 EXIT_WITHIN_TOLERANCE = 1
@@ -55,12 +55,6 @@ def _index(results: list[dict]) -> dict[tuple[str, str], dict]:
             k = (r.get("arch", ""), f"{r.get('key', '')}#{n}")
         out[k] = r
     return out
-
-
-def number(v) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if math.isfinite(float(v)) else None
 
 
 def measured_clock(snapshot: dict) -> str:

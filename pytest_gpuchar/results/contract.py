@@ -20,6 +20,7 @@ from pathlib import Path
 from . import expectations as E
 from . import gate
 from . import sample as S
+from .finite import number
 from .noise import Figure, Run, figures, fleet_runs, method_shape
 
 HYSTERESIS = 1.5            # an entry is kept while the rule's numbers stay within this factor
@@ -67,7 +68,8 @@ def with_noise(old: dict | None, fig: Figure) -> dict | None:
 
 
 def _interval(entry: dict) -> tuple[float, float] | None:
-    rng = entry.get("range") or ([entry["value"]] * 2 if E._finite(entry.get("value")) else None)
+    value = number(entry.get("value"))
+    rng = entry.get("range") or ([value] * 2 if value is not None else None)
     return (float(rng[0]), float(rng[1])) if rng else None
 
 

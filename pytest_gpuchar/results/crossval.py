@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from . import gate
 from .expectations import method_shape
+from .finite import number
 from .noise import FIGURE_STATUSES, Figure, Run, attach_families, figures
 
 JUDGED = FIGURE_STATUSES + ("unstable",)
@@ -53,10 +54,7 @@ class BoardRun:
 def _value(res: dict | None) -> float | None:
     if not res or res.get("status") not in JUDGED:
         return None
-    v = res.get("value")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        return None
-    return float(v)
+    return number(res.get("value"))
 
 
 def _spread(res: dict, exact: bool) -> float:

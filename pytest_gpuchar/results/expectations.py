@@ -39,7 +39,6 @@ Only safe YAML loading is used.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import os
 from pathlib import Path
@@ -48,6 +47,7 @@ import yaml
 
 from ..core import locations
 from ..core.atomic import atomic_write
+from .finite import number
 # the schema (entry types, their fields and validation), also the public names of this module
 # (atomic_write too: the writers of other modules take it from here)
 from .schema import (ENTRY_KEYS, FLEET_SOURCE, MAX_FILE_BYTES, NOISE_KEYS, SCHEMA_VERSION,
@@ -218,11 +218,6 @@ def is_spec_bar(key: str) -> bool:
     return any(b in key or key.endswith(b.lstrip(".")) for b in SPEC_BARS)
 
 
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) \
-        and math.isfinite(value)
-
-
 def measured_entry(r: dict, old: dict, *, abs_tol: float = 1.0, rel_tol: float = 0.05) -> dict:
     """The arch-level entry a measured result becomes: an existing entry keeps its tolerance,
     note and literature; a new one takes the tolerance its test proposed (data.tolerance: a
@@ -284,7 +279,7 @@ def update_from_results(path: Path, results: list[dict], *, abs_tol: float = 1.0
     target = section_entries(path)
     entries: dict[str, dict] = {}
     for r in results:
-        if r.get("arch") != path.stem or not _finite(r.get("value")) or r.get("status") in (
+        if r.get("arch") != path.stem or number(r.get("value")) is None or r.get("status") in (
                 "invalid", "unstable", "error") or is_spec_bar(r.get("key", "")):
             continue
         if keys and r["key"] not in keys:

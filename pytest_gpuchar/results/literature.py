@@ -17,8 +17,9 @@ Each item::
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from .finite import number
 
 KEYS = {"value", "range", "unit", "source", "method", "note", "device"}
 
@@ -59,9 +60,10 @@ class Literature:
 
 
 def _number(field: str, v) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+    x = number(v)
+    if x is None:
         raise LiteratureError(field, f"expected a finite number, got {v!r}")
-    return float(v)
+    return x
 
 
 def from_mapping(item, unit: str, units: set[str]) -> Literature:

@@ -34,6 +34,7 @@ from statistics import NormalDist
 from typing import Iterable
 
 from .expectations import is_spec_bar, method_shape
+from .finite import number
 
 FIGURE_STATUSES = ("pass", "fail", "measured")     # a value the run stood behind
 CONFIDENCE = 0.90           # sigma's upper confidence bound, and the tolerance interval's
@@ -270,7 +271,7 @@ def figures(runs: Iterable[Run], arch: str, model: str) -> dict[str, Figure]:
         for key, res in r.results.items():
             v = res.get("value")
             if is_spec_bar(key) or res.get("status") not in FIGURE_STATUSES \
-                    or not _finite(v) or method_shape(res.get("method", "")) != newest.get(key):
+                    or number(v) is None or method_shape(res.get("method", "")) != newest.get(key):
                 continue
             if r.model != model:
                 peers.setdefault(key, {}).setdefault(r.board, []).append(float(v))
@@ -279,15 +280,11 @@ def figures(runs: Iterable[Run], arch: str, model: str) -> dict[str, Figure]:
             if f is None:
                 f = out[key] = Figure(key, res.get("unit", ""), res.get("method", ""), model)
             f.own.setdefault(r.board, []).append(float(v))
-            if _finite(res.get("spread")):
+            if number(res.get("spread")) is not None:
                 f.spreads.append(abs(float(res["spread"])))
     for key, f in out.items():
         f.peers = peers.get(key, {})
     return attach_families(out)
-
-
-def _finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def fleet_runs(docs: Iterable[dict]) -> list[Run]:

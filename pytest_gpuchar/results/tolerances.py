@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 from pathlib import Path
 
 import yaml
 
 from .expectations import PACKAGE_ROOT, default_root
+from .finite import number
 from .schema import ExpectationError
 
 FILE = "tolerances.yaml"
@@ -78,8 +78,7 @@ def _checked(where: Path, name: str, tol) -> dict:
         raise ExpectationError(f"{where}:0: {name}: expected {{abs: A, rel: R}} (either or "
                                f"both), got {tol!r}")
     for k, v in tol.items():
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) \
-                or v < 0:
+        if number(v) is None or v < 0:
             raise ExpectationError(f"{where}:0: {name}.{k}: expected a finite number >= 0, "
                                    f"got {v!r}")
     return tol

@@ -9,6 +9,8 @@ from importlib import resources
 
 import jinja2
 
+from ..finite import number
+
 PACKAGE = "pytest_gpuchar.results.html"
 
 
@@ -31,8 +33,8 @@ def signed(v) -> str:
 
 def sort_key(v) -> str:
     """The data-sort attribute of a numeric cell (empty: sorts last)."""
-    return "" if not isinstance(v, (int, float)) or isinstance(v, bool) or \
-        (isinstance(v, float) and not math.isfinite(v)) else repr(float(v))
+    x = number(v)
+    return "" if x is None else repr(x)
 
 
 def static(name: str) -> str:
