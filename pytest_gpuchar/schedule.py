@@ -75,9 +75,9 @@ def start(gpuchar, items, archs: list[str], kinds: tuple[str, ...]) -> None:
         gpuchar.builds.later(lambda: _queue_compared(gpuchar.builds, compared, dev))
     if "static" in kinds:
         n = static_counts(items)
-        order = registry.run_order(items, archs)
+        static_order = registry.run_order(items, archs)
         gpuchar.builds.later(lambda: gpuchar.builds.offline_groups(
-            [g for t, a in order for g in registry.groups({t}, a)
+            [g for t, a in static_order for g in registry.groups({t}, a)
              if g.needed(Stage.STATIC) and worth_batching(g, n[(t, a)])], wait=False))
 
 
