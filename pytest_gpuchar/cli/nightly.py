@@ -55,7 +55,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from ..core import nvml
+from ..core import device, nvml
 from ..results.gate import HISTORY
 from ..results.boards import Reference, compare_boards, doc_boards, known_failures, reference
 from ..results.changes import (EXIT_BROKEN, EXIT_MEASURED_NOTHING, EXIT_TEXT, NOISE_REL,
@@ -98,9 +98,15 @@ except Exception as e:
 print(json.dumps(out))
 """
 
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def clock_snapshot(env: dict) -> dict:
     """Device, driver, the board as NVML reads it and the measured SM clock (a short busy
-    loop) in a fresh process."""
+    loop) in a fresh process; none where `env` has the detection find no GPU before CUDA."""
+    if why := device.disabled(env):
+        return {"no_gpu": why, "time": _now()}
     try:
         p = subprocess.run([sys.executable, "-c", CLOCK_PROBE], capture_output=True, text=True,
                            timeout=120, env=env)
@@ -108,18 +114,15 @@ def clock_snapshot(env: dict) -> dict:
             "error": p.stderr.strip()[-300:]}
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
         info = {"error": f"{type(e).__name__}: {e}"}
-    info["time"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-    return info
+    return {**info, "time": _now()}
 
 
 def end_snapshot(before: dict, env: dict) -> dict:
-    """The clock snapshot at the end of the night. Without a GPU at the start there is no
-    clock to compare: the start's reason is kept, stamped now, and no second process is
-    started (a fresh process found no GPU a minute ago; the night's pytest says the same)."""
+    """The clock snapshot at the end of the night; without a GPU at the start, the start's
+    reason stamped now (no second process: the night's pytest says why there was none)."""
     if "no_gpu" not in before:
         return clock_snapshot(env)
-    return {"no_gpu": before["no_gpu"], "probed": "at the start only (no GPU)",
-            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return {"no_gpu": before["no_gpu"], "probed": "at the start only (no GPU)", "time": _now()}
 
 
 def throttling(before: dict, after: dict) -> list[str]:
@@ -141,10 +144,8 @@ def throttling(before: dict, after: dict) -> list[str]:
 
 def toolkit() -> dict:
     from ..core import toolchain
-    out = {}
-    for name in ("ptxas", "nvdisasm"):
-        out[name] = [f"{t.version} ({t.origin})" for t in toolchain.all_tools(name)]
-    return out
+    return {name: [f"{t.version} ({t.origin})" for t in toolchain.all_tools(name)]
+            for name in ("ptxas", "nvdisasm")}
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -221,8 +222,7 @@ def markdown(doc: dict) -> str:
             f"{doc['pytest_exit']}, {doc['wall_s']} s",
             *compared_with(doc), ""]
     if dev.get("board"):
-        from ..core.nvml import summary
-        out.insert(-1, f"- **board** (NVML, start): {summary(dev['board'])}")
+        out.insert(-1, f"- **board** (NVML, start): {nvml.summary(dev['board'])}")
     if env.get("throttling"):
         out += ["**Throttling flagged** (or a board fault: timings tonight may be off):", ""]
         out += [f"- {f}" for f in env["throttling"]] + [""]
@@ -491,7 +491,7 @@ def run(args) -> int:
         counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
     doc = {
         "schema": 1,
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _now(),
         "exit": code, "verdict": EXIT_TEXT[code], "static_only": bool(args.static_only),
         "measured_nothing": nothing or None,
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,

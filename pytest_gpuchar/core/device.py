@@ -114,9 +114,17 @@ def _number(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
+def disabled(env=None) -> str | None:
+    """Why `detect` finds no GPU in an environment (`env`, default this process's) before
+    it touches CUDA: GPUCHAR_NO_GPU set. None: detect would look."""
+    return "GPUCHAR_NO_GPU is set" if (os.environ if env is None else env).get(
+        "GPUCHAR_NO_GPU") else None
+
+
 def detect(index: int | None = None) -> DeviceInfo | Absent:
-    if os.environ.get("GPUCHAR_NO_GPU"):
-        return Absent("GPUCHAR_NO_GPU is set")
+    why = disabled()
+    if why:
+        return Absent(why)
     if index is None:
         index = int(os.environ.get("GPUCHAR_DEVICE", "0"))
     try:

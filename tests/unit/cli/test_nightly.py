@@ -280,6 +280,22 @@ def test_an_invalid_clock_probe_reads_invalid_never_a_number():
     assert n.throttling(bad, bad) == []       # no made-up clock to flag
 
 
+
+def test_a_night_told_of_no_gpu_says_what_the_fresh_clock_process_would():
+    """GPUCHAR_NO_GPU in the night's environment: the clock snapshot is the one a fresh
+    process running the clock probe gives (its device detection stops before CUDA), without
+    starting that process."""
+    import os
+    import subprocess
+    import sys
+    env = {**os.environ, "GPUCHAR_NO_GPU": "1"}
+    fresh = subprocess.run([sys.executable, "-c", n.CLOCK_PROBE], capture_output=True,
+                           text=True, env=env, timeout=120)
+    said = n.clock_snapshot(env)
+    assert said.pop("time")
+    assert said == json.loads(fresh.stdout.strip().splitlines()[-1]) == {
+        "no_gpu": "GPUCHAR_NO_GPU is set"}
+
 def test_markdown_lists_old_new_tolerance_and_sass_diff():
     changes = ch.compare([R("latency.add", 6.0, status="fail")], [R("latency.add", 4.0)])
     changes.append(ch.Change("sass", "regression", key="test_x[sm_90]", detail="- A\n+ B"))
