@@ -128,16 +128,22 @@ class Renderer:
         self.pending[path] = self.pool.submit(_draw_pickled, data, str(path), dpi)
         return True
 
-    def finish(self) -> dict[str, str]:
-        """Wait for every queued figure; {file name: why} for those not written."""
+    def wait(self) -> dict[str, str]:
+        """Wait for every figure queued so far, the processes kept; {file name: why} for
+        those not written."""
         failed = {}
         for path, job in self.pending.items():
             try:
                 job.result()
             except Exception as e:     # the figure's own error, or a renderer process lost
                 failed[path.name] = f"{type(e).__name__}: {e}"
-        self.pool.shutdown()
         self.pending.clear()
+        return failed
+
+    def finish(self) -> dict[str, str]:
+        """Wait for every queued figure and stop the processes; as `wait`."""
+        failed = self.wait()
+        self.pool.shutdown()
         return failed
 
 

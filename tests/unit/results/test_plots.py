@@ -29,11 +29,22 @@ def _tensor_heatmap():
     return tensor_plots.heatmap(pts, "mma f16.f32.m16n8k16 on sm_90", "FMA/clk/SM")
 
 
-@pytest.fixture
-def renderer():
-    plots.start_background(1)
+@pytest.fixture(scope="module")
+def _renderer_of_the_module():
+    """The module's tests share one renderer process (a start imports pyplot in a fresh
+    interpreter: about a second of CPU); stopped after the last."""
     yield
     plots.finish()
+
+
+@pytest.fixture
+def renderer(_renderer_of_the_module) -> plots.Renderer:
+    """The background renderer, started again after a test that stopped it; each test's
+    figures are waited for after it."""
+    plots.start_background(1)
+    yield plots._background
+    if plots._background is not None:
+        plots._background.wait()
 
 
 def test_the_background_writes_what_the_caller_would(tmp_path, renderer):
@@ -43,7 +54,7 @@ def test_the_background_writes_what_the_caller_would(tmp_path, renderer):
                   plots.save(_tensor_heatmap(), tmp_path / "bg" / "heat.png")]
     plots._write(_log_curve(), tmp_path / "curve.png", 120)
     plots._write(_tensor_heatmap(), tmp_path / "heat.png", 120)
-    assert plots.finish() == {}
+    assert renderer.wait() == {}
     for path in background:
         for suffix in (".png", ".svg"):
             made = path.with_suffix(suffix)
@@ -91,7 +102,7 @@ def test_draw_builds_in_the_background_what_the_caller_would(tmp_path, renderer)
     assert plots._background.pending
     for name, build, args in _builders():       # while the renderer draws its own
         plots._write(build(*args), tmp_path / f"{name}.png", 120)
-    assert plots.finish() == {}
+    assert renderer.wait() == {}
     for (name, build, args), path in zip(_builders(), drawn):
         for suffix in (".png", ".svg"):
             assert path.with_suffix(suffix).read_bytes() == \
@@ -103,7 +114,7 @@ def test_a_builder_that_does_not_pickle_is_built_in_place(tmp_path, renderer):
     renderer."""
     path = plots.draw(lambda title: _log_curve(title), tmp_path / "local.png", "in place")
     assert list(plots._background.pending) == [path]
-    assert plots.finish() == {}
+    assert renderer.wait() == {}
     assert path.is_file() and path.with_suffix(".svg").is_file()
 
 
@@ -114,7 +125,7 @@ def test_a_figure_that_does_not_pickle_is_written_in_place(tmp_path, renderer):
     path = plots.save(fig, tmp_path / "lambda.png")
     assert path.is_file() and path.with_suffix(".svg").is_file()    # before finish()
     assert plots._background.pending == {}
-    assert plots.finish() == {}
+    assert renderer.wait() == {}
 
 
 def test_a_figure_that_cannot_be_drawn_is_named_in_the_report(tmp_path, renderer):
@@ -137,18 +148,18 @@ def test_a_figure_that_cannot_be_drawn_is_named_in_the_report(tmp_path, renderer
 def test_the_renderer_starts_its_processes_with_pyplot_imported():
     """Every renderer process is started as the pool starts and has imported pyplot before
     the first figure is handed to it."""
-    plots.start_background(2)
+    renderer = plots.Renderer(2)
     try:
-        renderer = plots._background
         assert len(renderer.warming) == 2
         for job in renderer.warming:
             assert job.result(timeout=300) is None
         assert len(renderer.pool._processes) == 2
     finally:
-        assert plots.finish() == {}
+        assert renderer.finish() == {}
 
 
 def test_without_a_renderer_save_writes_at_once(tmp_path):
+    plots.finish()                  # (the module's renderer, if an earlier test started it)
     assert plots._background is None and plots.finish() == {}
     path = plots.save(_log_curve(), tmp_path / "now.png")
     assert path.is_file() and path.with_suffix(".svg").is_file()
