@@ -4,9 +4,11 @@
 # (results/sm_90/fleet/*.json.gz) and the runs of boards that joined the sample
 # (results/sm_90/fleet/runs/). The hold-out boards' runs are not in it: a report holding a
 # board of results/sm_90/fleet/holdout.jsonl that has no run under fleet/runs/ (one that
-# joined the sample) is left out, as the committed H200 baseline of a hold-out board is. Then:
-#   gpuchar-expectations fleet --history DB --arch sm_90 --model "NVIDIA H200" --dry-run
-# prints the plan results/sm_90/fleet/plan-nvidia-h200.txt holds.
+# joined the sample) is left out, as the committed H200 baseline of a hold-out board is. The
+# store lists the sample's boards and runs (tools/fleet_md.py); the contract is derived from
+# the committed sample (results/sm_90/fleet/sample.jsonl.gz), whose runs leave out figures the
+# store's still carry: the plans in results/sm_90/fleet/ are `gpuchar-expectations fleet --arch
+# sm_90 --model MODEL --dry-run` against it (results/sm_90/fleet/not-yet-done.md).
 # Usage: bash tools/fleet_store.sh DB
 #        bash tools/fleet_store.sh --inputs DIR   (only the git-history reports, into DIR: what a
 #        GPU host without the repository's history imports; tools/gpu-host/fleet_round.sh)
