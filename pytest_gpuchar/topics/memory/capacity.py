@@ -143,11 +143,21 @@ def midpoint(lo: int, hi: int, line: int = LINE) -> int:
     return int(round(math.sqrt(lo * hi) / line)) * line
 
 
-def steps_needed(lo: int, hi: int, resolution: float = KNEE_RESOLUTION) -> int:
-    """Bisection steps that narrow [lo, hi) to `resolution` (halving the log-width each)."""
-    if hi <= lo * (1 + resolution):
-        return 0
-    return math.ceil(math.log2(math.log(hi / lo) / math.log1p(resolution)))
+def steps_needed(lo: int, hi: int, resolution: float = KNEE_RESOLUTION, line: int = LINE) -> int:
+    """The most bisection steps that narrow [lo, hi) to `resolution`: each halves the
+    log-width, and rounding its mid-point to a whole line may widen the half kept by up to
+    log1p(line / (2 lo - line)) (so a bracket whose halving would land just under the
+    resolution can take one step more). ValueError where twice that rounding reaches the
+    resolution (a bracket of a few lines: the bisection then stops when no line is left
+    between, not at the resolution)."""
+    target, w, n = math.log1p(resolution), math.log(hi / lo), 0
+    slack = math.log1p(line / (2 * lo - line)) if 2 * lo > line else math.inf
+    if w > target and 2 * slack >= target:
+        raise ValueError(f"[{lo}, {hi}): mid-points rounded to {line} B lines do not narrow "
+                         f"it to {resolution:.0%} by halving")
+    while w > target:
+        w, n = w / 2 + slack, n + 1
+    return n
 
 
 def bisect(knee: CacheKnee, lo: int, hi: int, measure: Callable[[int], float], plateau: float,
