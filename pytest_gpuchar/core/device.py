@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from . import bindings, install, nvml
@@ -114,7 +115,7 @@ def _number(v) -> float | None:
     return float(v) if isinstance(v, (int, float)) else None
 
 
-def disabled(env=None) -> str | None:
+def disabled(env: Mapping[str, str] | None = None) -> str | None:
     """Why `detect` finds no GPU in an environment (`env`, default this process's) before
     it touches CUDA: GPUCHAR_NO_GPU set. None: detect would look."""
     return "GPUCHAR_NO_GPU is set" if (os.environ if env is None else env).get(
@@ -122,8 +123,7 @@ def disabled(env=None) -> str | None:
 
 
 def detect(index: int | None = None) -> DeviceInfo | Absent:
-    why = disabled()
-    if why:
+    if why := disabled():
         return Absent(why)
     if index is None:
         index = int(os.environ.get("GPUCHAR_DEVICE", "0"))
