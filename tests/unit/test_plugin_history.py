@@ -48,6 +48,26 @@ def test_a_run_is_recorded_once_and_its_report_is_the_same_run(pytester, no_gpu)
         assert h.record(doc, source="import").existing == [run["id"]]
 
 
+def test_two_sessions_of_the_same_figures_in_one_second_are_two_runs(pytester, no_gpu,
+                                                                     monkeypatch):
+    """Each session's report carries its own run_id: the store's run identity (the board, the
+    meta, the results) tells apart two runs whose figures, date and wall time agree (two
+    nights back to back in one test were once recorded as one, "already there")."""
+    import time
+    monkeypatch.setattr(time, "strftime", lambda fmt, t=None: "2026-12-02T09:00:00Z")
+    pytester.makepyfile(test_boards=BOARDS_TEST)
+    db = pytester.path / "history.sqlite"
+    ids = []
+    for _ in range(2):
+        out = pytester.path / f"report{len(ids)}"
+        assert pytester.runpytest("--gpu-arch=sm_80", f"--gpuchar-history={db}",
+                                  f"--gpuchar-report={out}").ret == 0
+        ids.append(json.loads((out / "gpuchar-results.json").read_text())["meta"]["run_id"])
+    assert ids[0] != ids[1] and all(len(i) == 32 for i in ids)
+    with open_history(db) as h:
+        assert [r["n_results"] for r in h.runs()] == [3, 3]
+
+
 def test_replicate_under_xdist_is_one_run_per_gpu_recorded_by_the_controller(pytester,
                                                                              no_gpu):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
