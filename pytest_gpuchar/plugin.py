@@ -347,7 +347,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     st.recorder.meta.update({
         # the session's own identity: two runs that measured the same figures in the same
         # second are still two runs of the history store (its run identity hashes the meta)
-        "run_id": st.run_id,
+        "session_id": st.session_id,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "archs": st.archs() if (st.requested or dev is not None) else [],
         "wall_s": round(time.time() - st.started, 1),

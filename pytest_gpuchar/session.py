@@ -44,7 +44,7 @@ class GpuCharSession:
     # tests skipped for what their own measurement saw (changes.measured_skip): nodeid -> why
     measured_skips: dict = field(default_factory=dict)
     started: float = field(default_factory=time.time)
-    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)   # the report's meta.run_id
+    session_id: str = field(default_factory=lambda: uuid.uuid4().hex)   # meta.session_id
     controller_of_workers: bool = False
     broken: list[str] = field(default_factory=list)      # tests that failed or errored
     static_ran: Counter = field(default_factory=Counter)  # arch -> static checks that ran

@@ -50,7 +50,7 @@ def test_a_run_is_recorded_once_and_its_report_is_the_same_run(pytester, no_gpu)
 
 def test_two_sessions_of_the_same_figures_in_one_second_are_two_runs(pytester, no_gpu,
                                                                      monkeypatch):
-    """Each session's report carries its own run_id: the store's run identity (the board, the
+    """Each session's report carries its own session_id: the store's run identity (the board, the
     meta, the results) tells apart two runs whose figures, date and wall time agree (two
     nights back to back in one test were once recorded as one, "already there")."""
     import time
@@ -62,7 +62,7 @@ def test_two_sessions_of_the_same_figures_in_one_second_are_two_runs(pytester, n
         out = pytester.path / f"report{len(ids)}"
         assert pytester.runpytest("--gpu-arch=sm_80", f"--gpuchar-history={db}",
                                   f"--gpuchar-report={out}").ret == 0
-        ids.append(json.loads((out / "gpuchar-results.json").read_text())["meta"]["run_id"])
+        ids.append(json.loads((out / "gpuchar-results.json").read_text())["meta"]["session_id"])
     assert ids[0] != ids[1] and all(len(i) == 32 for i in ids)
     with open_history(db) as h:
         assert [r["n_results"] for r in h.runs()] == [3, 3]
