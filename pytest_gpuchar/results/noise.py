@@ -269,19 +269,19 @@ def figures(runs: Iterable[Run], arch: str, model: str) -> dict[str, Figure]:
     peers: dict[str, dict[str, list[float]]] = {}
     for r in die:
         for key, res in r.results.items():
-            v = res.get("value")
+            v = number(res.get("value"))
             if is_spec_bar(key) or res.get("status") not in FIGURE_STATUSES \
-                    or number(v) is None or method_shape(res.get("method", "")) != newest.get(key):
+                    or v is None or method_shape(res.get("method", "")) != newest.get(key):
                 continue
             if r.model != model:
-                peers.setdefault(key, {}).setdefault(r.board, []).append(float(v))
+                peers.setdefault(key, {}).setdefault(r.board, []).append(v)
                 continue
             f = out.get(key)
             if f is None:
                 f = out[key] = Figure(key, res.get("unit", ""), res.get("method", ""), model)
-            f.own.setdefault(r.board, []).append(float(v))
-            if number(res.get("spread")) is not None:
-                f.spreads.append(abs(float(res["spread"])))
+            f.own.setdefault(r.board, []).append(v)
+            if (spread := number(res.get("spread"))) is not None:
+                f.spreads.append(abs(spread))
     for key, f in out.items():
         f.peers = peers.get(key, {})
     return attach_families(out)
