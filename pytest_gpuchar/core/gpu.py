@@ -145,7 +145,7 @@ class Gpu:
         disassembled here."""
         import cupy as cp
         probe = smclock.probe(self.dev.arch)
-        text, name = smclock.module(self.dev.arch)
+        text, name = probe.ptx, smclock.MODULE        # (smclock.module: what a session links)
         if module is not None:
             compiled, functions = module(text, name)
         else:

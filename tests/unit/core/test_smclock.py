@@ -156,14 +156,15 @@ def test_sm_clock_mhz_takes_the_module_a_session_linked(fake_cupy, need_offline_
 
     def module_of(jit):
         def module(text, name):
-            asked.append(name)
+            asked.append((text, name))
             compiled = jit.compile(text, "580.0", name)
             return compiled, functions_of(compiled.cubin, "sm_90")
         return module
     jit = OfflineJit("sm_90")
     assert g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(jit)) == \
         pytest.approx(2000.0)
-    assert asked == [smclock.MODULE] and jit.launched == [100, 1000]
+    # the module a session links ahead (schedule.start: smclock.module), text and name
+    assert asked == [smclock.module("sm_90")] and jit.launched == [100, 1000]
     unrolling = OfflineJit("sm_90", compiler=lambda text: text.replace(PRAGMA, ""))
     with pytest.raises(ProbeInvalid, match="probe invalid: clock/sm_clock"):
         g.Gpu(Dev(), JitCache()).sm_clock_mhz(1000, module=module_of(unrolling))
