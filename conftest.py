@@ -57,7 +57,7 @@ def _steal_work_without_a_gpu(config) -> None:
            for a in config.invocation_params.args):
         return
     from pytest_gpuchar.core import device
-    if os.environ.get("GPUCHAR_NO_GPU") or device.device_count() == 0:
+    if device.disabled() or device.device_count() == 0:
         opt.dist = "worksteal"
 
 

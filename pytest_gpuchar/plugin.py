@@ -142,7 +142,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     (a first-result hook): otherwise xdist's one per core is taken, every core a measuring
     worker on a one-GPU host."""
     from .core import device
-    if os.environ.get("GPUCHAR_NO_GPU"):
+    if device.disabled():
         return None
     return device.device_count() or None
 
