@@ -340,3 +340,21 @@ def test_the_garbage_collector_is_left_as_it_was(enabled):
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_a_parsed_listing_is_left_out_of_the_collectors_later_passes():
+    """What a parse made is frozen (never scanned again by the cyclic collector), and the
+    collector is back on after it."""
+    import gc
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        before = gc.get_freeze_count()
+        funcs = sass.parse(SAMPLE)
+        assert gc.get_freeze_count() > before
+        assert gc.isenabled()
+        assert all(gc.is_tracked(f.instrs) for f in funcs.values())
+        young = {id(o) for o in gc.get_objects(generation=0)}
+        assert not any(id(f.instrs) in young for f in funcs.values())
+    finally:
+        (gc.enable if was else gc.disable)()
