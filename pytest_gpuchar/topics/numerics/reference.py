@@ -17,8 +17,16 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-import ml_dtypes
 import numpy as np
+
+
+def _ml_dtypes():
+    """ml_dtypes, imported when a bf16 or fp8 value is first made, not when this module is:
+    the static suite imports the numerics topic at collection and never needs it, and
+    importing ml_dtypes 0.7.0 took about a second of CPU (0.13 s for 0.6.0) in every process
+    that collected the suite."""
+    import ml_dtypes
+    return ml_dtypes
 
 
 @dataclass(frozen=True)
@@ -28,14 +36,19 @@ class NumType:
     bits: int          # storage bits of one element in a fragment register
     mantissa: int      # explicit mantissa bits
     exponent: int      # exponent bits
-    storage: object    # numpy dtype holding the value (tf32: float32 with 13 low bits zero)
+    dtype: object      # numpy dtype holding the value, or the name of an ml_dtypes type
     uint: object       # unsigned integer dtype of the same width as `storage`
+
+    @property
+    def storage(self):
+        """The numpy dtype holding the value (tf32: float32 with 13 low bits zero)."""
+        return getattr(_ml_dtypes(), self.dtype) if isinstance(self.dtype, str) else self.dtype
 
     @property
     def finfo(self):
         if self.name == "tf32":
             return None
-        return ml_dtypes.finfo(self.storage) if self.name in ("bf16", "e4m3", "e5m2") \
+        return _ml_dtypes().finfo(self.storage) if isinstance(self.dtype, str) \
             else np.finfo(self.storage)
 
     @property
@@ -59,10 +72,10 @@ class NumType:
 
 TYPES = {
     "f16": NumType("f16", 16, 10, 5, np.float16, np.uint16),
-    "bf16": NumType("bf16", 16, 7, 8, ml_dtypes.bfloat16, np.uint16),
+    "bf16": NumType("bf16", 16, 7, 8, "bfloat16", np.uint16),
     "tf32": NumType("tf32", 32, 10, 8, np.float32, np.uint32),
-    "e4m3": NumType("e4m3", 8, 3, 4, ml_dtypes.float8_e4m3fn, np.uint8),
-    "e5m2": NumType("e5m2", 8, 2, 5, ml_dtypes.float8_e5m2, np.uint8),
+    "e4m3": NumType("e4m3", 8, 3, 4, "float8_e4m3fn", np.uint8),
+    "e5m2": NumType("e5m2", 8, 2, 5, "float8_e5m2", np.uint8),
     "f32": NumType("f32", 32, 23, 8, np.float32, np.uint32),
 }
 

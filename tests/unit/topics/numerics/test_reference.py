@@ -283,3 +283,22 @@ def test_dot_f64_is_fsum_row_by_row_bit_for_bit():
     assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
     with pytest.raises(ValueError):
         reference.dot_f64([[np.inf, -np.inf]], [[1.0, 1.0]])
+
+
+def test_the_static_suite_does_not_import_ml_dtypes():
+    """The numerics topic is imported at every collection of the suite; ml_dtypes (about a
+    second to import in some versions) only when a bf16 or fp8 value is made."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from pytest_gpuchar.topics.numerics import analysis, kernels, reference, run\n"
+            "assert 'ml_dtypes' not in sys.modules, 'imported with the topic'\n"
+            "reference.numtype('f16').max_finite\n"
+            "assert 'ml_dtypes' not in sys.modules, 'imported for f16'\n"
+            "import ml_dtypes\n"
+            "t = reference.numtype('e4m3')\n"
+            "assert t.storage is ml_dtypes.float8_e4m3fn and t.max_finite == 448.0\n"
+            "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
