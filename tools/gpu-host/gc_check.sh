@@ -5,7 +5,8 @@
 # removed from a copy of the installed package), interleaved old/new, each with the gc_times
 # plugin (tools/gpu-host/gc_times.py: per generation the collections and their pauses, the
 # longest pauses with their test) and a report; then speed_table.py of each code's runs.
-# $OUT gets: gc.txt (the summary), run-<code>-<i>.log, gc-<code>.jsonl, speed-<code>.txt.
+# $OUT gets: gc.txt (the summary, with each code's speed_table.py), <code>/run-<i>.log and
+# .xml, gc-<code>.jsonl (every process's pauses).
 # Usage: bash tools/gpu-host/gc_check.sh [pytest args]   (carry .whl/)
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}

@@ -10,6 +10,8 @@ import argparse
 import collections
 import json
 
+from pyspy_top import short
+
 # a sample is a wait when it blocks in one of these (function, file part): what it waits for is
 # named by the innermost package frame above it (the GPU's poll, a build, work made ahead)
 BLOCKING = [("_poll", "core/gpu.py"), ("result", "concurrent/futures"), ("wait", "threading.py"),
@@ -39,8 +41,7 @@ FR: list = []
 
 def label(i: int) -> str:
     f = FR[i]
-    file = (f.get("file") or "").split("site-packages/")[-1].split("/work/main/")[-1]
-    return f"{f['name']} ({file})"
+    return f"{f['name']} ({short(f.get('file') or '')})"
 
 
 def kind(stack: list[int]) -> str:
@@ -90,9 +91,10 @@ def main() -> None:
         k = kind(s)
         wall[key][k] += w
         if k == "own":
-            pkg = [label(i) for i in s if "pytest_gpuchar/" in (FR[i].get("file") or "")]
-            own_fn[key][pkg[-1] if pkg else label(s[-1])] += w
-            own_fn["all"][pkg[-1] if pkg else label(s[-1])] += w
+            pkg = [i for i in s if "pytest_gpuchar/" in (FR[i].get("file") or "")]
+            fn = label(pkg[-1] if pkg else s[-1])
+            own_fn[key][fn] += w
+            own_fn["all"][fn] += w
     cols = ["gpu", "host", "build", "plots", "idle", "own"]
     print(f"\n{'phase / test function':70s} {'wall':>7s}" + "".join(f"{c:>7s}" for c in cols))
     tot = collections.Counter()

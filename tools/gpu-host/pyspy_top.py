@@ -12,12 +12,16 @@ import re
 FRAME = re.compile(r"^(?P<fn>[^ ]+) \((?P<file>[^:)]+)(?::\d+)?\)$")
 
 
+def short(file: str) -> str:
+    """A frame's file as the tables print it: from the package or the checkout down."""
+    return file.split("site-packages/")[-1].split("/work/main/")[-1]
+
+
 def frames(stack: str) -> list[str]:
     out = []
     for f in stack.split(";"):
         m = FRAME.match(f.strip())
-        out.append(f"{m['fn']} ({m['file'].split('site-packages/')[-1].split('/work/main/')[-1]})"
-                   if m else f.strip())
+        out.append(f"{m['fn']} ({short(m['file'])})" if m else f.strip())
     return out
 
 

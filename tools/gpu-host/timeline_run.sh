@@ -4,8 +4,8 @@
 # (every thread, waits included; the wheel carried in .whl/), read by pyspy_timeline.py: the
 # test thread's wall before the first test, per test function (waiting for the GPU, a build,
 # work made ahead, or the host's own work) and after the last test.
-# $OUT gets: run.log, run.xml, report.tgz, prof.log, timeline.json (the samples),
-# timeline.txt (pyspy_timeline.py), speed.txt (speed_table.py of the plain run).
+# $OUT gets: run-1.log, run-1.xml, report.tgz (the plain run), speed.txt (its speed_table.py),
+# prof.log, timeline.json.gz (the samples), timeline.txt (pyspy_timeline.py).
 # Usage: bash tools/gpu-host/timeline_run.sh [pytest args]    (carry .whl/)
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
