@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import re
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import slowest_tests  # noqa: E402  (beside this script)
 
 LAST = re.compile(r"^(?P<counts>.*) in (?P<s>[\d.]+)s")
 OUTCOME = re.compile(r"(\d+) (passed|failed|skipped|xfailed|xpassed|errors?)\b")
@@ -62,14 +64,7 @@ def main() -> None:
     for name, t in sorted(topics.items(), key=lambda kv: -kv[1].get("hardware_s", 0.0)):
         w, b = t.get("hardware_s", 0.0), t.get("gpu_busy_s", 0.0)
         print(f"  {name}: {w:.1f} s / {b:.2f} s / {b / w:.0%}" if w else f"  {name}: 0 s")
-    tests = sorted(((float(c.get("time")), c.get("classname").rsplit(".", 1)[-1],
-                     c.get("name")) for c in ET.parse(out / f"run-{best['run']}.xml")
-                    .iter("testcase")), reverse=True)
-    print(f"\n== slowest 25 tests, run {best['run']} (sum {sum(t[0] for t in tests):.1f} s, "
-          f"{len(tests)} tests)")
-    for t, mod, name in tests[:25]:
-        print(f"{t:7.2f} {mod} {name}")
-
+    print(slowest_tests.report(out / f"run-{best['run']}.xml", 25, f"tests, run {best['run']}"))
 
 if __name__ == "__main__":
     main()
