@@ -186,6 +186,11 @@ class RunCache:
         for key, fn, args in jobs:
             self._runs[key] = _Ahead(self._processes.submit(fn, *args), process=True)
 
+    @property
+    def has_processes(self) -> bool:
+        """Whether the session's worker processes are started (in_processes)."""
+        return self._processes is not None
+
     def close(self) -> None:
         """Stop the worker processes (jobs not started are dropped) and threads."""
         if self._processes is not None:

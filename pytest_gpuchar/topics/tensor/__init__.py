@@ -22,3 +22,10 @@ def groups(arch: str) -> list:
     out = [*clock_load.groups(arch), *mma.groups(arch), *wgmma.groups(arch),
            *fp8_emulation.groups(arch)]
     return [g for g in out if g.probes]
+
+
+def host_ahead(session, arch: str) -> list:
+    """The host work of the topic's hardware rows that no measurement decides
+    (core.topic.Topic): the operands of every launch set of the sweeps."""
+    from .mma import run as mma
+    return mma.host_ahead(arch)

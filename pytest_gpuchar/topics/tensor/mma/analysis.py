@@ -6,6 +6,7 @@ SASS (MOVM transposes, emulation, the paper's Table III mapping). No CuPy, no py
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -58,13 +59,26 @@ class SweepPoint:
     lat_why: str = ""
 
 
-Raw = dict   # trip count -> [(start clocks, end clocks) per launch], one clock per warp
+Raw = dict   # trip count -> the launches' clocks, one per warp: an array (launches, warps, 2)
+#              of [start, end] (what the launch stage copies back), or [(starts, ends) per launch]
 
 
-def _warp_latencies(raw: Raw, steps: int) -> list[float]:
+def clock_arrays(raw: Raw) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """trip count -> (starts, ends), each (launches, warps): the clocks as arrays, whichever
+    form they came in (the same integers)."""
+    out = {}
+    for t, reps in raw.items():
+        if isinstance(reps, np.ndarray):
+            out[t] = (np.ascontiguousarray(reps[..., 0]), np.ascontiguousarray(reps[..., 1]))
+        else:
+            out[t] = (np.array([t0 for t0, _ in reps]), np.array([t1 for _, t1 in reps]))
+    return out
+
+
+def _warp_latencies(clocks: dict, steps: int) -> list[float]:
     """Each warp's own cycles per chain step: slope over trip counts of its median span."""
-    trips = sorted(raw)
-    med = np.array([np.median([t1 - t0 for t0, t1 in raw[t]], axis=0) for t in trips])
+    trips = sorted(clocks)
+    med = np.array([np.median(clocks[t][1] - clocks[t][0], axis=0) for t in trips])
     xs = [t * steps for t in trips]
     return [round(least_squares(xs, list(med[:, w]))[0], 3) for w in range(med.shape[1])]
 
@@ -105,8 +119,7 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
     # per trip count, the launches' clocks as (launches, warps) arrays: each statistic over
     # every launch at once (integer clocks: the float sums are exact, the same values as
     # launch by launch)
-    clocks = {t: (np.array([t0 for t0, _ in reps]), np.array([t1 for _, t1 in reps]))
-              for t, reps in raw.items()}
+    clocks = clock_arrays(raw)
     lat_cycles = {t: (t1 - t0).mean(axis=1).tolist() for t, (t0, t1) in clocks.items()}
     blk_cycles = {t: (t1.max(axis=1) - t0.min(axis=1)).astype(float).tolist()
                   for t, (t0, t1) in clocks.items()}
@@ -137,10 +150,37 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
     share, skew_why = _skew_reasons(warps, skew, bf.medians)
     why += skew_why
     cycles = {"warp_mean": lf.medians, "block": bf.medians, "start_skew": skew,
-              "end_skew": end_skew, "warp_latency": _warp_latencies(raw, steps)}
+              "end_skew": end_skew, "warp_latency": _warp_latencies(clocks, steps)}
     return SweepPoint(warps, ilp, lf.value, thr, lf.spread, thr_spread, bool(why),
                       "; ".join(dict.fromkeys(why)), cycles, bool(skew_why), share,
                       tuple(sorted(raw)), steps, "; ".join(lat_why))
+
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """How one launch set's clocks become its sweep point: fit_point's arguments, and the
+    count the point reports as its warps where that is not the launch's (wgmma: warpgroups).
+    A probe says it (TensorProbe.fit_spec); the fit itself needs no probe, so it can run in
+    a worker process (fit_points)."""
+    warps: int
+    ilp: int
+    work: float
+    steps: int
+    reported_warps: int | None = None
+
+    def point(self, raw: Raw) -> SweepPoint:
+        pt = fit_point(raw, warps=self.warps, ilp=self.ilp, work=self.work, steps=self.steps)
+        if self.reported_warps is None:
+            return pt
+        return dataclasses.replace(pt, warps=self.reported_warps)
+
+
+def fit_points(specs: list[tuple[FitSpec, Raw]]) -> list[SweepPoint]:
+    """Each launch set's sweep point, in order: pure numpy, module level (the session's
+    worker processes fit one module's launch sets while the test thread launches the next:
+    topics/tensor/mma/run.py)."""
+    return [spec.point(raw) for spec, raw in specs]
 
 
 Points = dict   # (warps, ilp) -> SweepPoint

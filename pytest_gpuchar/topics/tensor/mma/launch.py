@@ -14,6 +14,9 @@ from . import operands
 from .probes import WARP, TensorProbe
 
 
+Made = dict     # (probe name, threads, kernel key) -> (`in` buffer, `fill` buffer)
+
+
 @dataclass(frozen=True)
 class Job:
     """One launch set: a probe's kernel `key` (TensorProbe.entries) with `threads` threads
@@ -40,9 +43,10 @@ def launchable(ps: list[TensorProbe], compiled: Compiled, skipped: dict) -> list
     return jobs
 
 
-def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
+def job_plan(job: Job, compiled: Compiled, repeats: int, made: Made | None = None) -> Plan:
     """One job's launches: per trip count 1 + `repeats` launches of one block (the warm-up
-    dropped), the job's operands uploaded before its first records are allocated."""
+    dropped), the job's operands (from `made` where it has them, else drawn now: the same
+    values) uploaded before its first records are allocated."""
     p = job.probe
     for trips in job.trips:
         if trips < 1:
@@ -52,7 +56,8 @@ def job_plan(job: Job, compiled: Compiled, repeats: int) -> Plan:
 
     def args(trips):
         if not loaded:
-            buf, fill = operands.inputs(p, job.threads, key=job.key)
+            buf, fill = (made or {}).get((p.name, job.threads, job.key)) or operands.inputs(
+                p, job.threads, key=job.key)
             loaded.extend([Runner.to_device(buf), Runner.to_device(fill)])
         d_in, d_fill = loaded
         return lambda r, rec: (rec, d_in, d_fill, np.uint32(trips))
@@ -67,18 +72,18 @@ def warp_clocks(records):
 
 
 def launch_all(runner: Runner, jobs: list[Job], compiled: Compiled, *, repeats: int,
-               skipped: dict) -> dict:
-    """jobs -> {(probe name, threads, key): {trips: [(t0s, t1s) per repeat]}} (one clock per
-    warp). Every launch of every job in one batch (per trip count 1 + `repeats` launches,
-    the warm-up dropped), one wait under the watchdog. A launch the kernel's resources
+               skipped: dict, made: Made | None = None) -> dict:
+    """jobs -> {(probe name, threads, key): {trips: clocks (repeats, warps, 2) [start, end]}}
+    (one clock per warp; analysis.Raw). Every launch of every job in one batch (per trip
+    count 1 + `repeats` launches, the warm-up dropped), one wait under the watchdog; the
+    operands from `made` where it has them (operands.of_probes). A launch the kernel's resources
     refuse (registers x threads) is reported in `skipped` by (probe name, warps)."""
     res: dict = {}
-    done = runner.run([job_plan(job, compiled, repeats) for job in jobs], name="tensor sweep",
-                      skip_refused=True)
+    done = runner.run([job_plan(job, compiled, repeats, made) for job in jobs],
+                      name="tensor sweep", skip_refused=True)
     for job, out in zip(jobs, done):
         if isinstance(out, Refused):
             skipped[(job.probe.name, job.threads // WARP)] = f"launch refused: {out.why}"
             continue
-        res[(job.probe.name, job.threads, job.key)] = {
-            t: [(h[:, 0], h[:, 1]) for h in out.timed(t)] for t in job.trips}
+        res[(job.probe.name, job.threads, job.key)] = {t: out.timed(t) for t in job.trips}
     return res

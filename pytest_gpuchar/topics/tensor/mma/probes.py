@@ -12,7 +12,6 @@ reported with the figures (``LoopVerdict.loop_control``).
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from dataclasses import dataclass, field
 
@@ -25,7 +24,7 @@ from ....core.ptx import InputSlot
 from ....core.verify import ProbeInvalid
 from . import operands
 from ..wgmma.kernels import verify_wgmma_trips
-from .analysis import SweepPoint, fit_point, plan_trips
+from .analysis import FitSpec, SweepPoint, plan_trips
 from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_SPAN_PER_WARP, WGMMA_STEPS,
                    WGMMA_SWEEP, Kind, TensorRow, WgmmaRow)
 
@@ -113,11 +112,15 @@ class TensorProbe(Probe):
         """The shared buffer's words (uint32): random, never zero."""
         return operands.draw_regs("nonzero", max(1, self.smem_words), rng).astype(np.uint32)
 
+    def fit_spec(self, threads: int, key: int) -> FitSpec:
+        """How the launch set of kernel `key` at `threads` threads is fitted: every warp
+        issues the row's work, ILP chains per step."""
+        warps = threads // WARP
+        return FitSpec(warps, self.ilp, self.row.work * self.ilp * warps, self.steps)
+
     def point(self, threads: int, raw: dict) -> SweepPoint:
         """The sweep point of a launch of `threads` threads (every warp issues)."""
-        warps = threads // WARP
-        return fit_point(raw, warps=warps, ilp=self.ilp, work=self.row.work * self.ilp * warps,
-                         steps=self.steps)
+        return self.fit_spec(threads, self.steps).point(raw)
 
     # --- verification -----------------------------------------------------------------------
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
@@ -208,19 +211,27 @@ class WgmmaProbe(TensorProbe):
         operands.draw_regs("nonzero", max(1, self.smem_words), rng)
         return operands.draw_regs(self.row.reg_kind, self.smem_words, rng).astype(np.uint32)
 
+    def fit_spec(self, threads: int, key: int) -> FitSpec:
+        """The throughput loop at `threads` threads: the work is issued per warpgroup, and
+        the point's `warps` counts warpgroups (its skew is the warps'). The completion-latency
+        loop (one warpgroup): cycles per trip, i.e. per wgmma from fence to wait complete,
+        with the trip's loop control; its figure is the per-warp span (the warpgroup's wgmma
+        synchronise its 4 warps), so their start skew is recorded but not judged: fitted as
+        one warp."""
+        if self.is_latency_loop(key):
+            return FitSpec(1, 1, self.row.work, 1)
+        groups = threads // WARPGROUP
+        return FitSpec(threads // WARP, self.ilp, self.row.work * self.ilp * groups, self.steps,
+                       reported_warps=groups)
+
     def point(self, threads: int, raw: dict) -> SweepPoint:
-        """The throughput loop's point at `threads` threads: the work is issued per
-        warpgroup, and the point's `warps` counts warpgroups (its skew is the warps')."""
-        pt = fit_point(raw, warps=threads // WARP, ilp=self.ilp,
-                       work=self.row.work * self.ilp * (threads // WARPGROUP), steps=self.steps)
-        return dataclasses.replace(pt, warps=threads // WARPGROUP)
+        """The throughput loop's point at `threads` threads (fit_spec)."""
+        return self.fit_spec(threads, self.steps).point(raw)
 
     def latency_point(self, raw: dict) -> SweepPoint:
-        """The completion-latency loop (one warpgroup): cycles per trip, i.e. per wgmma from
-        fence to wait complete, with the trip's loop control. Its figure is the per-warp span
-        (the warpgroup's wgmma synchronise its 4 warps), so their start skew is recorded but
-        not judged: fitted as one warp."""
-        return fit_point(raw, warps=1, ilp=1, work=self.row.work, steps=1)
+        """The completion-latency loop's point (fit_spec)."""
+        latency = next(k for k in self.entries if self.is_latency_loop(k))
+        return self.fit_spec(WARPGROUP, latency).point(raw)
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> TensorVerdict:

@@ -16,9 +16,9 @@ from ....core.probe import DeclaredUnmeasurable, Probe
 from ....core.runner import Bounds
 from ....core.topic import Context
 from ....core.verify import ProbeInvalid
-from . import analysis, kernels
+from . import analysis, kernels, launch, operands
 from ..tcgen05 import kernels as tcgen05
-from .launch import launch_all, launchable
+from .launch import launchable
 from .probes import TensorProbe, Unsupported, never_executed
 from ..wgmma.kernels import check_wgmma_log
 
@@ -168,24 +168,58 @@ def _link_wgmma(session: Context, arch: str, out: Sweep) -> list:
     return [(job, compiled) for job in launchable(good, compiled, out.skipped)]
 
 
+def sweep_inputs(arch: str) -> launch.Made:
+    """Every launch set's operands of the arch's sweep (the sweep module's probes and the
+    wgmma module's): host work no measurement decides, made ahead in a worker process
+    (host_ahead; about 40 MB on sm_90)."""
+    return operands.of_probes(kernels.hardware_probes(arch) + kernels.wgmma_hardware(arch))
+
+
+def _inputs_key(arch: str) -> tuple:
+    return ("tensor", "sweep inputs", arch)
+
+
+def host_ahead(arch: str) -> list[tuple]:
+    """The sweep's operands ((key, function, arguments) for the session's worker processes:
+    core/hostpool.py)."""
+    return [(_inputs_key(arch), sweep_inputs, (arch,))]
+
+
+def _fit_beside(session: Context, key: tuple, specs: list) -> None:
+    """Start fitting a module's launch sets in the session's worker processes, where the
+    session has them (a GPU run with host work ahead): the test thread launches the next
+    module meanwhile. Without them the fit is made where it is taken (the same values)."""
+    if specs and session.runs.has_processes:
+        session.runs.in_processes([(key, analysis.fit_points, (specs,))])
+
+
 def run_sweep(session: Context, arch: str, repeats: int) -> Sweep:
+    """Link and verify, then per module: launch every launch set (one batch, one wait) and
+    hand its clocks to be fitted beside the next module's launches; then the points."""
     out = Sweep(arch, repeats=repeats)
     jobs = _link_sweep(session, arch, out) + _link_wgmma(session, arch, out)
-    raw: dict = {}
+    made = session.runs.take(_inputs_key(arch), lambda: None)
     by_module: dict[int, list] = {}
     for job, comp in jobs:
         by_module.setdefault(id(comp), [comp, []])[1].append(job)
-    for comp, js in by_module.values():
-        raw.update(launch_all(session.runner, js, comp, repeats=repeats, skipped=out.skipped))
-    for job, _ in jobs:
-        p, got = job.probe, raw.get((job.probe.name, job.threads, job.key))
-        if got is None:
-            continue
-        if p.is_latency_loop(job.key):
-            out.latency[p.key] = p.latency_point(got)
-            continue
-        pt = p.point(job.threads, got)
-        out.points.setdefault(p.key, {})[(pt.warps, p.ilp)] = pt
+    fits = []
+    for i, (comp, js) in enumerate(by_module.values()):
+        raw = launch.launch_all(session.runner, js, comp, repeats=repeats,
+                                skipped=out.skipped, made=made)
+        got = [(job, raw[k]) for job in js
+               if (k := (job.probe.name, job.threads, job.key)) in raw]
+        specs = [(job.probe.fit_spec(job.threads, job.key), r) for job, r in got]
+        key = ("tensor", "sweep fits", arch, i)
+        _fit_beside(session, key, specs)
+        fits.append(([job for job, _ in got], key, specs))
+    for done, key, specs in fits:
+        points = session.runs.take(key, lambda: analysis.fit_points(specs))
+        for job, pt in zip(done, points):
+            p = job.probe
+            if p.is_latency_loop(job.key):
+                out.latency[p.key] = pt
+            else:
+                out.points.setdefault(p.key, {})[(pt.warps, p.ilp)] = pt
     return out
 
 

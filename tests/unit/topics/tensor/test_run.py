@@ -226,3 +226,42 @@ def test_a_probe_declared_unmeasurable_is_skipped_through_the_door(fake_cupy, mo
     assert _Kernel.launches == []
     with pytest.raises(DeclaredUnmeasurable, match="declared"):
         figures.sweep_row(session, row, "sm_80")
+
+
+def test_the_sweep_fitted_in_worker_processes_is_the_sweep_fitted_here(fake_cupy, monkeypatch):
+    """On a GPU run the session's worker processes fit each module's launch sets while the
+    test thread launches the next module, and the operands come made ahead: the sweep is
+    the one made in place, point for point."""
+    from pytest_gpuchar.core import hostpool
+    _, here = _session(monkeypatch)
+    expected = run.sweep(here, "sm_80").dump()
+    _, ahead = _session(monkeypatch)
+    ahead.runs.once(run._inputs_key("sm_80"), lambda: run.sweep_inputs("sm_80"))
+    ahead.runs._processes = hostpool.HostPool(1)
+    start, fitted = run._fit_beside, []
+
+    def beside(session, key, specs):
+        start(session, key, specs)
+        session.runs._runs[key].future.result()      # made in the worker, not here
+        fitted.append(key)
+    monkeypatch.setattr(run, "_fit_beside", beside)
+    try:
+        assert run.sweep(ahead, "sm_80").dump() == expected
+    finally:
+        ahead.runs.close()
+    assert fitted == [("tensor", "sweep fits", "sm_80", 0)]
+    assert run._inputs_key("sm_80") not in ahead.runs         # the operands were taken
+
+
+def test_the_operands_made_ahead_are_the_ones_drawn_at_launch():
+    """operands.of_probes (made ahead) gives each launch set what operands.inputs draws for
+    it at its launch: the same seed, the same draws."""
+    from pytest_gpuchar.topics.tensor.mma import operands
+    ps = kernels.hardware_probes("sm_80")[:6] + kernels.wgmma_hardware("sm_90")[:2]
+    made = operands.of_probes(ps)
+    assert len(made) == sum(len(p.launches()) for p in ps)
+    for p in ps:
+        for threads, key in p.launches():
+            buf, fill = operands.inputs(p, threads, key=key)
+            got = made[(p.name, threads, key)]
+            assert np.array_equal(got[0], buf) and np.array_equal(got[1], fill)
