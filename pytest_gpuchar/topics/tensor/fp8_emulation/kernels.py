@@ -164,7 +164,8 @@ def module_text(part: list[Probe]) -> str:
 # --- points ----------------------------------------------------------------------------
 
 def point(raw: dict, warps: int, ilp: int) -> SweepPoint:
-    """raw: trips -> [(starts, ends) per repeat], one clock per warp. The sweeps' fit
+    """raw: trips -> the clocks, one per warp (analysis.Raw: an array (repeats, warps, 2) or
+    [(starts, ends) per repeat]). The sweeps' fit
     (analysis.fit_point): `latency` = a warp's cycles per chain step (ILP ops), `throughput`
     = FLOP per clock per SM from the block span; `lat_why`: the per-warp latency's own
     reasons only (the start skew does not bias a warp's own cycles)."""

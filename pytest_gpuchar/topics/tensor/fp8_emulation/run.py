@@ -47,8 +47,8 @@ def static_probe(r: fe.EmulationRow, arch: str) -> fe.EmulationProbe:
 
 def launch(runner: Runner, p: fe.EmulationProbe, compiled, reps: int,
            skipped: dict) -> dict:
-    """{warps: {trips: [(starts, ends) per repeat]}} for every warp count the kernel's
-    registers allow (the others: `skipped`, warps -> why)."""
+    """{warps: {trips: clocks (repeats, warps, 2) [start, end]}} for every warp count the
+    kernel's registers allow (the others: `skipped`, warps -> why)."""
     refused: dict = {}
     res = launch_all(runner, launchable([p], compiled, refused), compiled, repeats=reps,
                      skipped=refused)
