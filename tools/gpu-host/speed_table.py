@@ -66,5 +66,6 @@ def main() -> None:
         print(f"  {name}: {w:.1f} s / {b:.2f} s / {b / w:.0%}" if w else f"  {name}: 0 s")
     print(slowest_tests.report(out / f"run-{best['run']}.xml", 25, f"tests, run {best['run']}"))
 
+
 if __name__ == "__main__":
     main()

@@ -24,7 +24,7 @@ from ....core.ptx import InputSlot
 from ....core.verify import ProbeInvalid
 from . import operands
 from ..wgmma.kernels import verify_wgmma_trips
-from .analysis import FitSpec, SweepPoint, plan_trips
+from .analysis import FitSpec, plan_trips
 from .rows import (STEPS, WGMMA_GROUPS, WGMMA_LAT_TRIPS, WGMMA_SPAN_PER_WARP, WGMMA_STEPS,
                    WGMMA_SWEEP, Kind, TensorRow, WgmmaRow)
 
@@ -117,10 +117,6 @@ class TensorProbe(Probe):
         issues the row's work, ILP chains per step."""
         warps = threads // WARP
         return FitSpec(warps, self.ilp, self.row.work * self.ilp * warps, self.steps)
-
-    def point(self, threads: int, raw: dict) -> SweepPoint:
-        """The sweep point of a launch of `threads` threads (every warp issues)."""
-        return self.fit_spec(threads, self.steps).point(raw)
 
     # --- verification -----------------------------------------------------------------------
     def regions(self, functions: dict[str, sass.Function]) -> dict[int, list[sass.Instr]]:
@@ -223,15 +219,6 @@ class WgmmaProbe(TensorProbe):
         groups = threads // WARPGROUP
         return FitSpec(threads // WARP, self.ilp, self.row.work * self.ilp * groups, self.steps,
                        reported_warps=groups)
-
-    def point(self, threads: int, raw: dict) -> SweepPoint:
-        """The throughput loop's point at `threads` threads (fit_spec)."""
-        return self.fit_spec(threads, self.steps).point(raw)
-
-    def latency_point(self, raw: dict) -> SweepPoint:
-        """The completion-latency loop's point (fit_spec)."""
-        latency = next(k for k in self.entries if self.is_latency_loop(k))
-        return self.fit_spec(WARPGROUP, latency).point(raw)
 
     def verify_regions(self, regions: dict[int, list[sass.Instr]],
                        functions: dict[str, sass.Function]) -> TensorVerdict:

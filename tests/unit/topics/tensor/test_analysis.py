@@ -30,7 +30,7 @@ def test_fit_point_and_convergence():
         for ilp in (1, 2, 3):
             p = kernels.sweep_probe(r, "sm_80", ilp)
             step = max(25.0, 2048 * ilp * w / 1000)   # a 1000 FMA/clk/SM ceiling
-            pts[(w, ilp)] = p.point(32 * w, _raw(step, w))
+            pts[(w, ilp)] = p.fit_spec(32 * w, p.steps).point(_raw(step, w))
     assert pts[(1, 1)].latency == pytest.approx(25.0, abs=0.01)
     assert pts[(8, 3)].throughput == pytest.approx(1000, rel=0.01)
     assert pts[(8, 3)].trips == TRIPS and pts[(8, 3)].steps == rows.STEPS
@@ -44,7 +44,7 @@ def test_fit_point_is_the_probes_point():
     raw = _raw(30.0, 4)
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_80", 2)
     assert analysis.fit_point(raw, warps=4, ilp=2, work=2048 * 2 * 4,
-                              steps=rows.STEPS) == p.point(128, raw)
+                              steps=rows.STEPS) == p.fit_spec(128, p.steps).point(raw)
 
 
 def test_per_warp_and_per_sm_spans_are_recorded():
@@ -70,13 +70,13 @@ def test_start_skew_above_one_percent_of_the_span_makes_a_point_unstable():
     per-SM span is under 100 x that skew is unstable (its slope may be biased), with the skew
     and its share in the reason; one 100 times longer is stable."""
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 2)
-    short = p.point(256, _skewed({10: 270.0, 20: 270.0, 30: 270.0}))
+    short = p.fit_spec(256, p.steps).point(_skewed({10: 270.0, 20: 270.0, 30: 270.0}))
     assert short.unstable and short.skewed
     span = 270 + 50 + 8 * 22 * 30
     assert short.skew_share == pytest.approx(270 / span)
     assert "start skew (up to 270 cycles; 270 at 10, 270 at 20, 270 at 30 trips) is 4.8% of " \
         "the longest per-SM span (5600 cycles; limit 1%)" in short.why
-    long = p.point(256, _skewed({100: 270.0, 200: 270.0, 300: 270.0}))
+    long = p.fit_spec(256, p.steps).point(_skewed({100: 270.0, 200: 270.0, 300: 270.0}))
     assert not long.unstable and not long.skewed, long.why
     assert long.skew_share < rows.SKEW_SHARE_MAX
     assert analysis.peak({(8, 2): short}) is None
@@ -87,14 +87,14 @@ def test_the_largest_skew_at_any_trip_count_counts():
     """A skew that shrinks with the trip count biases the slope as much as one that grows:
     the share is the largest skew over the longest span."""
     p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 2)
-    pt = p.point(256, _skewed({100: 1400.0, 200: 700.0, 300: 100.0}))
+    pt = p.fit_spec(256, p.steps).point(_skewed({100: 1400.0, 200: 700.0, 300: 100.0}))
     assert pt.unstable and pt.skewed and pt.skew_share == pytest.approx(1400 / 52950)
     assert "up to 1400 cycles; 1400 at 100, 700 at 200, 100 at 300 trips" in pt.why
 
 
 def test_one_warp_has_no_skew():
-    pt = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 1).point(
-        32, _raw(24.0, 1, trips=(2, 4, 6)))
+    p = kernels.sweep_probe(rows.row("mma", "f16.f32.m16n8k16"), "sm_90", 1)
+    pt = p.fit_spec(32, p.steps).point(_raw(24.0, 1, trips=(2, 4, 6)))
     assert pt.skew_share == 0 and not pt.skewed and not pt.unstable
 
 
@@ -158,12 +158,12 @@ def test_one_odd_launch_does_not_make_a_point_unstable():
     t0, t1 = raw[longest][0]
     bump = 0.1 * float((t1 - t0).max())     # a launch 10% slower than the others
     raw[longest][0] = (t0, t1 + bump)
-    pt = p.point(128, raw)
+    pt = p.fit_spec(128, p.steps).point(raw)
     assert not pt.unstable and pt.latency == pytest.approx(24.0, abs=0.05)
     for i in range(0, 15, 2):
         t0, t1 = raw[longest][i]
         raw[longest][i] = (t0, t1 + bump)
-    assert p.point(128, raw).unstable
+    assert p.fit_spec(128, p.steps).point(raw).unstable
 
 
 def test_a_higher_unstable_point_makes_the_peak_unstable_not_low():

@@ -168,10 +168,11 @@ def test_trip_counts_per_launch():
 def test_wgmma_work_counts_warpgroups():
     r = rows.wgmma_row("f16.f32.m64n128k16.ss")
     p = kernels.wgmma_probe(r, 1)
-    pt = p.point(256, _raw(64.0, 8, steps=p.steps))
+    pt = p.fit_spec(256, p.steps).point(_raw(64.0, 8, steps=p.steps))
     assert pt.throughput == pytest.approx(2 * r.flop / 64.0, rel=0.01)
     assert pt.warps == 2 and pt.steps == rows.WGMMA_STEPS          # warpgroups
-    lat = p.latency_point(_raw(240.0, 4, trips=rows.WGMMA_LAT_TRIPS, steps=1))
+    lat = p.fit_spec(128, kernels.LATENCY).point(
+        _raw(240.0, 4, trips=rows.WGMMA_LAT_TRIPS, steps=1))
     assert lat.latency == pytest.approx(240.0, abs=0.1) and not lat.unstable
 
 
@@ -184,4 +185,4 @@ def test_never_executed_filler():
 def test_ldmatrix_work_is_bytes():
     p = kernels.sweep_probe(rows.row("ldmatrix", "x2"), "sm_80", 2)
     raw = {t: [(np.zeros(4), np.full(4, 100.0 + 10 * t * p.steps))] * 3 for t in TRIPS}
-    assert p.point(128, raw).throughput == pytest.approx(256 * 2 * 4 / 10)
+    assert p.fit_spec(128, p.steps).point(raw).throughput == pytest.approx(256 * 2 * 4 / 10)
