@@ -3,9 +3,17 @@
 # the sm_90 static checks and every hardware test) run GPUCHAR_RUNS times (default 2) back to
 # back, each with a report and a JUnit XML; the best run's pytest seconds, the counts of every
 # run (they must agree), the time by topic and the GPU-busy share of the hardware tests' wall
-# (speed_table.py). With GPUCHAR_OLD_PATCH (a patch from this tree back to the old code, see
+# (speed_table.py), and each run's phases (phases.py: start-up, collection, tests, the end).
+# With GPUCHAR_OLD_PATCH (a patch from this tree back to the old code, see
 # compare_codes.sh) the old code's and this code's hardware suites are then compared figure by
 # figure (compare_codes.sh: every figure within its spread + 1%?).
+# Bytecode (GPUCHAR_BYTECODE): `kept` (the default) runs the command as on a user's machine
+# after its first run: pip compiles what it installs and Python keeps the bytecode of what it
+# imports. This lent machine sets PYTHONDONTWRITEBYTECODE and install.sh installs with
+# --no-compile, so every run compiled every module imported before the repository's conftest
+# keeps bytecode (the plugin, syrupy, PyYAML: about 1 s a run); the warm-up compiles them
+# once with Python's default. `none` runs it as the machine is set (how the speed files in
+# results/ were measured until this option came), an earlier `kept`'s bytecode removed first.
 # $OUT gets: speed.txt (the table), run-<i>.log, run-<i>.xml, report-<i>.tgz and, with a
 # patch, compare/ (compare_codes.sh's summary.txt, compare.md, compare.json, logs).
 # Usage: bash tools/gpu-host/speed_best_of.sh [pytest args]   (carry .whl/)
@@ -17,18 +25,34 @@ mkdir -p "$OUT"
 HERE=tools/gpu-host
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.max.sm,temperature.gpu \
   --format=csv,noheader | tee "$OUT/speed.txt"
-# collection once: compiles and assertion-rewrites the installed package (a cold start the
-# runs below do not pay; speed_check.sh times it)
-python3 -m pytest tests/characterisation --co -q -p no:cacheprovider > /dev/null 2>&1
+BYTECODE=${GPUCHAR_BYTECODE:-kept}
+echo "bytecode: $BYTECODE" | tee -a "$OUT/speed.txt"
+if [ "$BYTECODE" = kept ]; then
+  env -u PYTHONDONTWRITEBYTECODE python3 -m compileall -q -j 0 pytest_gpuchar /tmp/site \
+    > /dev/null 2>&1
+  env -u PYTHONDONTWRITEBYTECODE python3 -m pytest tests/characterisation --co -q > /dev/null 2>&1
+else
+  find pytest_gpuchar tests /tmp/site -name __pycache__ -prune -exec rm -rf {} +
+  rm -rf .pytest_cache/d/pycache
+  # collection once, as before: nothing kept (-p no:cacheprovider under the machine's setting)
+  python3 -m pytest tests/characterisation --co -q -p no:cacheprovider > /dev/null 2>&1
+fi
+rm -f /tmp/speed-phases.jsonl /tmp/speed-ends.txt
 for i in $(seq 1 "$RUNS"); do
   t=$(date +%s%N)
-  timeout -s INT "${GPUCHAR_NIGHT_S:-300}" python3 -m pytest tests/characterisation -q -rfE \
+  GPUCHAR_T0=$(date +%s.%N) GPUCHAR_PHASES=/tmp/speed-phases.jsonl \
+    PYTHONPATH="$PYTHONPATH:$PWD/$HERE" timeout -s INT "${GPUCHAR_NIGHT_S:-300}" \
+    python3 -m pytest tests/characterisation -q -rfE -p phases \
     --gpuchar-report "/tmp/speed-report-$i" --junitxml "$OUT/run-$i.xml" "$@" \
     > "$OUT/run-$i.log" 2>&1
-  echo "run $i: exit $? wall $(( ($(date +%s%N) - t) / 1000000 )) ms" | tee -a "$OUT/speed.txt"
+  rc=$?
+  e=$(date +%s%N)
+  awk "BEGIN { printf \"%.3f\\n\", ($e - $t) / 1e9 }" >> /tmp/speed-ends.txt
+  echo "run $i: exit $rc wall $(( (e - t) / 1000000 )) ms" | tee -a "$OUT/speed.txt"
   tar czf "$OUT/report-$i.tgz" -C /tmp "speed-report-$i"
 done
 python3 "$HERE/speed_table.py" "$OUT" "$RUNS" /tmp/speed-report >> "$OUT/speed.txt" 2>&1
+python3 "$HERE/phases.py" /tmp/speed-phases.jsonl /tmp/speed-ends.txt >> "$OUT/speed.txt" 2>&1
 if [ -n "${GPUCHAR_OLD_PATCH:-}" ]; then
   OUT="$OUT/compare" bash "$HERE/compare_codes.sh" "$GPUCHAR_OLD_PATCH" . \
     "${GPUCHAR_DEVICE:-0}" > /dev/null 2>&1

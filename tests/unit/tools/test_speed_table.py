@@ -1,14 +1,22 @@
 """tools/gpu-host/speed_table.py (issue 41's table of the README command's runs): the tests a
-summary line counts, whatever their outcome."""
+summary line counts, whatever their outcome; phases.py, the stages of each run."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 TOOL = Path(__file__).resolve().parents[3] / "tools" / "gpu-host" / "speed_table.py"
 spec = importlib.util.spec_from_file_location("speed_table", TOOL)
 st = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(st)
+spec = importlib.util.spec_from_file_location("phases", TOOL.parent / "phases.py")
+phases = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(phases)
 
 
 def test_a_test_counts_whatever_its_outcome_and_deselected_do_not():
@@ -41,3 +49,36 @@ def test_the_slowest_tests_carry_the_gpu_busy_the_plugin_recorded(pytester):
     assert "GPU busy 0.1 s, 2 tests" in text
     assert text.splitlines()[-1].split()[1] == "-"
     assert text.splitlines()[-2].split()[:2][1] == "0.12"
+
+
+def test_the_phases_plugin_times_each_stage_of_a_run(pytester, monkeypatch):
+    """tools/gpu-host/phases.py as `-p phases`: one JSON line per run, each stage at or after
+    the one before (seconds after GPUCHAR_T0), the tests' sleep between the first test's start
+    and the last's end; main prints each run's stages and the gaps between them."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(TOOL.parent), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    out = pytester.path / "phases.jsonl"
+    monkeypatch.setenv("GPUCHAR_PHASES", str(out))
+    monkeypatch.setenv("GPUCHAR_T0", repr(time.time()))
+    pytester.makepyfile(test_two="""
+        import time
+        def test_slow():
+            time.sleep(0.3)
+        def test_fast():
+            pass
+    """)
+    pytester.runpytest_subprocess("-p", "phases", "-p", "no:gpuchar").assert_outcomes(
+        passed=2)
+    (run,) = [json.loads(line) for line in out.read_text().splitlines()]
+    stages = [s for s in phases.STAGES if s != "exit"]
+    assert list(run) == stages
+    assert all(run[a] <= run[b] for a, b in zip(stages, stages[1:]))
+    assert run["last_test"] - run["first_test"] >= 0.3
+    ends = pytester.path / "ends.txt"
+    ends.write_text(f"{run['unconfigured'] + 0.5:.3f}\n")
+    text = subprocess.run([sys.executable, str(TOOL.parent / "phases.py"), str(out), str(ends)],
+                          capture_output=True, text=True, check=True).stdout
+    head, row, gap = text.strip().splitlines()[-3:]
+    assert head.split()[1:] == list(phases.STAGES)
+    assert float(row.split()[-1]) == round(run["unconfigured"] + 0.5, 2)
+    assert gap.split()[-1] == "0.50"
