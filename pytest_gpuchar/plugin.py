@@ -17,7 +17,7 @@ import pytest
 
 from . import fixtures, suite_select
 from .results import terminal
-from .core import archs, orphan, timing, toolchain
+from .core import archs, locations, orphan, timing, toolchain
 from .core.probe import DeclaredUnmeasurable, NotApplicable
 from .fixtures import *  # noqa: F401,F403 - the fixtures, registered with the plugin
 from .api import gpuchar_probe  # noqa: F401 - the public probe API's fixture
@@ -228,6 +228,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if "arch" in names:
             return   # the test chooses its own archs
     metafunc.parametrize("arch", state(metafunc.config).archs(), scope="session")
+
+
+def pytest_ignore_collect(collection_path, config: pytest.Config) -> bool | None:
+    """A SASS snapshot store (``__sass__``, beside its test modules) holds no tests: pytest
+    would otherwise visit each of its thousands of files (the checkout's suite: 3,891 entries,
+    a path check and a stat each) in every collection."""
+    if collection_path.name == locations.SASS_DIR and collection_path.is_dir():
+        return True
+    return None
 
 
 @pytest.hookimpl(trylast=True)

@@ -40,6 +40,7 @@ def _file_name(cls, snapshot_name: str) -> str:
 
 
 _NAMES = "_gpuchar_names"
+_DIRNAME = "_gpuchar_dirname"
 
 
 def _location_names(cls, test_location) -> tuple[str, str]:
@@ -68,10 +69,17 @@ class SASSSnapshotExtension(SingleFileSnapshotExtension):
 
     @classmethod
     def dirname(cls, *, test_location) -> str:
+        """``<sass_root>/<compiler>/<arch>/<test module>``, made once per test location and
+        compiler tag: syrupy asks again for each snapshot it reads, writes or sweeps at the
+        end of the run (3,395 times in the README's hardware run)."""
         # a test that was skipped before it named its compiler has no snapshot to look at
         tag = test_location.item.stash.get(COMPILER, UNTAGGED)
-        return str(locations.sass_root(Path(test_location.filepath)) / tag
-                   / test_location.basename)
+        made = test_location.__dict__.get(_DIRNAME)
+        if made is None or made[0] != tag:
+            made = (tag, str(locations.sass_root(Path(test_location.filepath)) / tag
+                             / _location_names(cls, test_location)[0]))
+            test_location.__dict__[_DIRNAME] = made
+        return made[1]
 
     @classmethod
     def matches_test_location(cls, *, test_location, snapshot_location: str) -> bool:

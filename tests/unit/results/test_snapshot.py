@@ -39,6 +39,34 @@ def test_each_compiler_has_its_own_snapshot_directory(pytester):
     assert (other / "test_sass.sass").exists()
 
 
+def test_a_snapshot_store_is_not_collected(pytester):
+    """pytest does not walk a ``__sass__`` store (thousands of files in the checkout's suite):
+    a test module inside one is not collected, the module beside it is."""
+    pytester.makepyfile(test_s="def test_here():\n    pass\n")
+    inside = pytester.path / "__sass__" / "ptxas-13.5.37" / "sm_80" / "test_s"
+    inside.mkdir(parents=True)
+    (inside / "test_inside.py").write_text("def test_inside():\n    assert False\n")
+    result = pytester.runpytest("--co", "-q")
+    assert "test_s.py::test_here" in result.stdout.str()
+    assert "test_inside" not in result.stdout.str()
+    pytester.runpytest("-p", "no:gpuchar", "--co", "-q").stdout.fnmatch_lines(
+        ["*test_inside.py::test_inside*"])
+
+
+def test_the_directory_follows_the_compiler_a_test_names():
+    """The snapshot directory is made once per test location and compiler tag: a tag named
+    after the first look (a test that names its compiler when it runs) gives the new one."""
+    from types import SimpleNamespace
+    from pytest_gpuchar.results.snapshot import COMPILER
+    loc = SimpleNamespace(item=SimpleNamespace(stash={}), filepath="/x/tests/test_m.py",
+                          basename="test_m", snapshot_name="test_a")
+    ext = SASSSnapshotExtension
+    assert ext.dirname(test_location=loc) == "/x/tests/__sass__/no-compiler/test_m"
+    loc.item.stash[COMPILER] = "ptxas-13.5.37/sm_80"
+    assert ext.dirname(test_location=loc) == "/x/tests/__sass__/ptxas-13.5.37/sm_80/test_m"
+    assert ext.dirname(test_location=loc) == "/x/tests/__sass__/ptxas-13.5.37/sm_80/test_m"
+
+
 def test_a_failed_write_leaves_the_old_snapshot(tmp_path, monkeypatch):
     """Snapshots are written atomically: out of disk space (or Ctrl-C) mid-write leaves the
     old file whole, and no temporary file behind."""
