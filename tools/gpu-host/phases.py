@@ -7,12 +7,18 @@ pytest's entry-point plugins), configured (the entry-point plugins imported, con
 read), session started (expectations validated), collected, the first test started, the
 last test ended, sessionfinish begun and ended (reports, history, the pools closed),
 unconfigured; `exit`, the command's end, comes from the shell (`main`'s ENDS).
+GPUCHAR_PHASES_PROFILE=collection,finish (either or both) also runs cProfile over pytest's
+collection and over the sessionfinish hooks (the reports, the pools' close, the snapshot
+report), their top functions by cumulative time appended to GPUCHAR_PHASES.prof.txt.
 Usage: python3 tools/gpu-host/phases.py PHASES.jsonl [ENDS]
 (ENDS: each run's wall in seconds, one per line, as speed_best_of.sh writes them)"""
 from __future__ import annotations
 
+import cProfile
+import io
 import json
 import os
+import pstats
 import sys
 import time
 
@@ -23,8 +29,31 @@ STAGES = ("loaded", "configured", "session", "collected", "first_test", "last_te
 _AT: dict[str, float] = {"loaded": time.time()}
 
 
+_PROFILES: dict[str, cProfile.Profile] = {}
+TOP = 40
+
+
 def _mark(stage: str) -> None:
     _AT.setdefault(stage, time.time())
+
+
+def _profiled(part: str):
+    """A cProfile of `part` when GPUCHAR_PHASES_PROFILE names it (else None)."""
+    if part not in os.environ.get("GPUCHAR_PHASES_PROFILE", "").split(","):
+        return None
+    return _PROFILES.setdefault(part, cProfile.Profile())
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_collection(session):
+    prof = _profiled("collection")
+    if prof is not None:
+        prof.enable()
+    try:
+        return (yield)
+    finally:
+        if prof is not None:
+            prof.disable()
 
 
 @pytest.hookimpl(trylast=True)
@@ -53,9 +82,14 @@ def pytest_runtest_logfinish(nodeid, location):
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     _mark("finish_begun")
+    prof = _profiled("finish")
+    if prof is not None:
+        prof.enable()
     try:
         return (yield)
     finally:
+        if prof is not None:
+            prof.disable()
         _mark("finish_ended")
 
 
@@ -67,6 +101,11 @@ def pytest_unconfigure(config):
         return
     with open(out, "a") as f:
         f.write(json.dumps({k: round(v - float(t0), 3) for k, v in _AT.items()}) + "\n")
+    for part, prof in _PROFILES.items():
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).strip_dirs().sort_stats("cumulative").print_stats(TOP)
+        with open(f"{out}.prof.txt", "a") as f:
+            f.write(f"== {part}\n{text.getvalue()}\n")
 
 
 def rows(path: str, ends: list[float] | None = None) -> list[dict]:

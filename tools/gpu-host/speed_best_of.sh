@@ -14,8 +14,9 @@
 # keeps bytecode (the plugin, syrupy, PyYAML: about 1 s a run); the warm-up compiles them
 # once with Python's default. `none` runs it as the machine is set (how the speed files in
 # results/ were measured until this option came), an earlier `kept`'s bytecode removed first.
-# $OUT gets: speed.txt (the table), run-<i>.log, run-<i>.xml, report-<i>.tgz and, with a
-# patch, compare/ (compare_codes.sh's summary.txt, compare.md, compare.json, logs).
+# $OUT gets: speed.txt (the table), run-<i>.log, run-<i>.xml, report-<i>.tgz, with
+# GPUCHAR_PHASES_PROFILE phases-prof.txt (phases.py's cProfile of the runs' collection and
+# end) and, with a patch, compare/ (compare_codes.sh's summary.txt, compare.md, compare.json, logs).
 # Usage: bash tools/gpu-host/speed_best_of.sh [pytest args]   (carry .whl/)
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
@@ -37,7 +38,7 @@ else
   # collection once, as before: nothing kept (-p no:cacheprovider under the machine's setting)
   python3 -m pytest tests/characterisation --co -q -p no:cacheprovider > /dev/null 2>&1
 fi
-rm -f /tmp/speed-phases.jsonl /tmp/speed-ends.txt
+rm -f /tmp/speed-phases.jsonl /tmp/speed-phases.jsonl.prof.txt /tmp/speed-ends.txt
 for i in $(seq 1 "$RUNS"); do
   t=$(date +%s%N)
   GPUCHAR_T0=$(date +%s.%N) GPUCHAR_PHASES=/tmp/speed-phases.jsonl \
@@ -53,6 +54,7 @@ for i in $(seq 1 "$RUNS"); do
 done
 python3 "$HERE/speed_table.py" "$OUT" "$RUNS" /tmp/speed-report >> "$OUT/speed.txt" 2>&1
 python3 "$HERE/phases.py" /tmp/speed-phases.jsonl /tmp/speed-ends.txt >> "$OUT/speed.txt" 2>&1
+cp /tmp/speed-phases.jsonl.prof.txt "$OUT/phases-prof.txt" 2>/dev/null   # GPUCHAR_PHASES_PROFILE
 if [ -n "${GPUCHAR_OLD_PATCH:-}" ]; then
   OUT="$OUT/compare" bash "$HERE/compare_codes.sh" "$GPUCHAR_OLD_PATCH" . \
     "${GPUCHAR_DEVICE:-0}" > /dev/null 2>&1
