@@ -12,8 +12,9 @@ input and reference, 192 MB) held the session's process longer than making them 
 
 Spawned, never forked (the test process holds a CUDA context); a worker refuses to import
 CuPy (its work is numpy alone) and ends itself once the session's process is gone
-(core/orphan.py); the session shuts the pool down at its end, and a session killed before
-its end leaves its directory to the next session's pool, which removes it.
+(core/orphan.py); the session shuts the pool down at its end (a job still running is
+stopped), and a session killed before its end leaves its directory to the next session's
+pool, which removes it.
 """
 from __future__ import annotations
 
@@ -146,7 +147,15 @@ class HostPool:
         return self.pool.submit(_call, self.spill, fn, args)
 
     def close(self) -> None:
-        """Drop the jobs not started, wait for the running ones, stop the workers, remove
-        what was made and not taken."""
+        """Drop the jobs not started, stop the running ones and the workers, remove what was
+        made and not taken. The session has ended: nothing will take what is still being
+        made (a run of a few tests, `-k`, had waited at its end for the larger Many-BSP
+        sizes' inputs and the tensor sweep's operands that none of its tests used)."""
+        stop = getattr(self.pool, "terminate_workers", None)       # Python 3.14
+        if stop is not None:
+            stop()
+        else:
+            for proc in list((self.pool._processes or {}).values()):
+                proc.terminate()
         self.pool.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(self.spill, ignore_errors=True)

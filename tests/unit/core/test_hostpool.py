@@ -1,7 +1,7 @@
 """Host work made ahead in worker processes (core/hostpool.py, RunCache.in_processes): the
 same bits as made in place, a worker's error named with its job, no CuPy in a worker, a job
-no worker picked up made in place, nothing left once closed, a killed session's directory
-removed by the next, nothing started without a GPU."""
+no worker picked up made in place, nothing left once closed (a running job stopped), a
+killed session's directory removed by the next, nothing started without a GPU."""
 from __future__ import annotations
 
 import dataclasses
@@ -101,6 +101,21 @@ def test_closed_nothing_is_left():
     pool.submit(np.arange, 10)                                  # made, never taken
     pool.close()
     assert not os.path.exists(spill) and not any(p.is_alive() for p in procs)
+
+
+def test_close_stops_a_running_job():
+    """The session's end does not wait for a job still running (nothing will take it): the
+    worker is stopped, its directory removed."""
+    pool = hostpool.HostPool(1)
+    pool.submit(np.arange, 10).result()              # the worker is up
+    procs = list(pool.pool._processes.values())
+    running = pool.submit(time.sleep, 30.0)
+    while not running.running():
+        time.sleep(0.01)
+    t = time.monotonic()
+    pool.close()
+    assert time.monotonic() - t < 10
+    assert not os.path.exists(pool.spill) and not any(p.is_alive() for p in procs)
 
 
 def test_a_killed_sessions_directory_is_removed_by_the_next(tmp_path):
