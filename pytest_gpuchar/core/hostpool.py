@@ -149,8 +149,7 @@ class HostPool:
     def close(self) -> None:
         """Drop the jobs not started, stop the running ones and the workers, remove what was
         made and not taken. The session has ended: nothing will take what is still being
-        made (a run of a few tests, `-k`, had waited at its end for the larger Many-BSP
-        sizes' inputs and the tensor sweep's operands that none of its tests used)."""
+        made (work ahead for tests a run of a few tests, `-k`, never reaches)."""
         stop = getattr(self.pool, "terminate_workers", None)       # Python 3.14
         if stop is not None:
             stop()
