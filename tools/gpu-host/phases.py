@@ -14,6 +14,7 @@ Usage: python3 tools/gpu-host/phases.py PHASES.jsonl [ENDS]
 (ENDS: each run's wall in seconds, one per line, as speed_best_of.sh writes them)"""
 from __future__ import annotations
 
+import contextlib
 import cProfile
 import io
 import json
@@ -37,23 +38,24 @@ def _mark(stage: str) -> None:
     _AT.setdefault(stage, time.time())
 
 
+@contextlib.contextmanager
 def _profiled(part: str):
-    """A cProfile of `part` when GPUCHAR_PHASES_PROFILE names it (else None)."""
+    """cProfile over the block when GPUCHAR_PHASES_PROFILE names `part` (else nothing)."""
     if part not in os.environ.get("GPUCHAR_PHASES_PROFILE", "").split(","):
-        return None
-    return _PROFILES.setdefault(part, cProfile.Profile())
+        yield
+        return
+    prof = _PROFILES.setdefault(part, cProfile.Profile())
+    prof.enable()
+    try:
+        yield
+    finally:
+        prof.disable()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_collection(session):
-    prof = _profiled("collection")
-    if prof is not None:
-        prof.enable()
-    try:
+    with _profiled("collection"):
         return (yield)
-    finally:
-        if prof is not None:
-            prof.disable()
 
 
 @pytest.hookimpl(trylast=True)
@@ -82,14 +84,10 @@ def pytest_runtest_logfinish(nodeid, location):
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
     _mark("finish_begun")
-    prof = _profiled("finish")
-    if prof is not None:
-        prof.enable()
     try:
-        return (yield)
+        with _profiled("finish"):
+            return (yield)
     finally:
-        if prof is not None:
-            prof.disable()
         _mark("finish_ended")
 
 
