@@ -416,6 +416,17 @@ class Runner:
         buf[cp.asarray(idx)] = cp.asarray(values)
 
     @staticmethod
+    def scatter_strided(buf, offsets, first: int, every: int, base: int) -> None:
+        """buf[first + i x every] = base + offsets[i] for every i, `offsets` a u64 device
+        array: the word indices and the values made on the device, then scattered as
+        ``scatter`` scatters them (the same kernel over the same two arrays), with no host
+        array made or copied."""
+        import cupy as cp
+        n = int(offsets.size)
+        idx = cp.arange(first, first + n * every, every, dtype=np.int64)
+        buf[idx] = offsets + np.uint64(base)
+
+    @staticmethod
     def function_attribute(fn, name: str, code: int) -> int:
         """A kernel's attribute (registers, static shared bytes): CuPy's `name` where it has
         it, else cuFuncGetAttribute(`code`)."""

@@ -99,6 +99,7 @@ class Layout:
     cursor: int = 0             # where the next chase starts (the last one's end)
     _order: np.ndarray | None = field(default=None, repr=False)   # visit order from 0
     _pos: np.ndarray | None = field(default=None, repr=False)     # index -> place in it
+    _bytes: np.ndarray | None = field(default=None, repr=False)   # nxt x stride, u64
 
     @property
     def n(self) -> int:
@@ -111,8 +112,18 @@ class Layout:
     def word_index(self) -> np.ndarray:
         return np.arange(self.n, dtype=np.int64) * (self.stride // 8)
 
-    def pointers(self, base: int) -> np.ndarray:
-        return (np.uint64(base) + self.nxt.astype(np.uint64) * np.uint64(self.stride))
+    def byte_offsets(self) -> np.ndarray:
+        """Pointer i's value less the chain's base: the byte offset of pointer nxt[i] (u64)."""
+        if self._bytes is None:
+            self._bytes = self.nxt.astype(np.uint64) * np.uint64(self.stride)
+        return self._bytes
+
+    def ready(self) -> "Layout":
+        """The chain with what a chase reads of it made now (the walk's positions, the
+        pointers' byte offsets): on a host worker, while the GPU chases the chain before."""
+        self.position()
+        self.byte_offsets()
+        return self
 
     def distinct_lines(self, line: int = LINE) -> int:
         """How many distinct `line`-byte lines a full walk of the chain touches: pointer i sits

@@ -85,13 +85,28 @@ def flush_l2(session: Context) -> None:
 
 
 def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
+    """Write `lay`'s pointers into the shared buffer `offset` bytes in (pointer i at byte
+    offset + i x stride, holding the address of pointer nxt[i]): its base address. The
+    chain's byte offsets go to the device once (a staircase point writes its chain at up to
+    STAIRCASE_PLACES offsets), the addresses are made there."""
     buf = buffer(session)
+    if offset % 8:
+        raise ChainError(f"a chain's offset must be a multiple of 8 bytes, not {offset}")
     if offset + lay.footprint > buf.nbytes:
         raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
                          f"buffer ({buf.nbytes} B)")
-    base, words, pointers = chain_words(lay, int(buf.data.ptr), offset)
-    Runner.scatter(buf, words, pointers)
+    base = int(buf.data.ptr) + offset
+    Runner.scatter_strided(buf, _on_device(session, lay), offset // 8, lay.stride // 8, base)
     return base
+
+
+def _on_device(session: Context, lay: Layout):
+    """The chain's byte offsets in device memory: the last chain uploaded keeps its copy."""
+    slot = session.runs.once(("memory", "chain_on_device"), dict)
+    if slot.get("layout") is not lay:
+        slot.clear()
+        slot.update(layout=lay, offsets=Runner.to_device(lay.byte_offsets()))
+    return slot["offsets"]
 
 
 def _place(session: Context, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
@@ -217,16 +232,6 @@ class Curve:
                 "smids": self.smids}
 
 
-def chain_words(lay: Layout, buffer_ptr: int, offset: int) -> tuple[int, np.ndarray, np.ndarray]:
-    """(the chain's base address, the buffer's u64 word indices, the pointers they hold) of
-    `lay` placed `offset` bytes into a buffer at `buffer_ptr`: pointer i sits at byte
-    offset + i x stride and holds the address of pointer next[i]."""
-    if offset % 8:
-        raise ChainError(f"a chain's offset must be a multiple of 8 bytes, not {offset}")
-    base = buffer_ptr + offset
-    return base, lay.word_index() + offset // 8, lay.pointers(base)
-
-
 def staircase_places(footprint: int, l2_bytes: int, buffer_bytes: int) -> list[int]:
     """Offsets in the buffer at which a staircase point's chain is measured: one (0) up to a
     quarter of the L2 and past the L2; between (where one SM's chain is a mix of near- and
@@ -287,7 +292,7 @@ def point(session: Context, f: int, launches: Bounds = SWEEP_LAUNCHES,
 
 def stair_layout(f: int) -> Layout:
     """The chain of the staircase point (or bisection point) at footprint `f`."""
-    return random_layout(f, LINE, seed=f % 9973)
+    return random_layout(f, LINE, seed=f % 9973).ready()
 
 
 def layout_key(f: int) -> tuple:

@@ -309,8 +309,11 @@ def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured
     def measure(f: int) -> chase.StairPoint:
         return _once(session, ("sequential", f), lambda: sequential.point(session, f))
     sw = _once(session, ("sequential_sweep",), lambda: sequential.sweep(session, measure))
+    def prepare(fs: list) -> None:  # the bisection's next walks built while the GPU chases
+        sequential.prepare(session, [f for f in fs if f and ("memory", "sequential", f)
+                                     not in session.runs])
     b = _once(session, ("sequential_knee",), lambda: sequential.knee(
-        sw.footprints, sw.latency, lambda f: measure(f).latency))
+        sw.footprints, sw.latency, lambda f: measure(f).latency, prepare=prepare))
     if isinstance(b, str):
         return Measured(checks=[f"the sequential L2 knee: {b}: {sw.as_data()}"])
     driver = int(session.gpu.dev.l2_bytes or 0)

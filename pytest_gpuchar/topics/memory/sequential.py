@@ -25,7 +25,7 @@ from . import chase
 from .analysis import human_bytes, plateaus, without_rising_edge
 from .capacity import (KNEE_REL, KNEE_RESOLUTION, Bisection, CacheKnee, bisect, grid_bracket,
                        midpoint)
-from .chains import sequential_layout
+from .chains import Layout, sequential_layout
 from .rows import LINE, STAIRCASE_LAUNCHES
 
 # the sweep's span, as fractions of the driver's L2 size: from past the near partition (half
@@ -64,10 +64,11 @@ def footprints(grid: list[int], l2_bytes: int) -> list[int]:
 
 
 def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL,
-         resolution: float = KNEE_RESOLUTION) -> Bisection | str:
+         resolution: float = KNEE_RESOLUTION, prepare=None) -> Bisection | str:
     """The L2 knee of a sequential sweep: between its first plateau (the L2 as one SM's walk
     sees it past the near partition, its partial-miss edge cut) and its last (device memory),
-    bracketed on the grid and bisected with `measure(footprint) -> cycles`; or why not."""
+    bracketed on the grid and bisected with `measure(footprint) -> cycles` (`prepare`: as
+    capacity.bisect's); or why not."""
     ps = plateaus(fps, latency)
     if len(ps) < 2:
         return (f"the sequential sweep shows {len(ps)} latency plateau(s) "
@@ -80,7 +81,22 @@ def knee(fps: list[int], latency: list[float], measure, *, rel: float = KNEE_REL
                 f"plateau ({below.latency:.0f}) for a forward walk, or no point is on it")
     i, j = br
     return bisect(CacheKnee.L2, fps[i], fps[j], measure, below.latency, above.latency,
-                  rel=rel, resolution=resolution, line=LINE)
+                  rel=rel, resolution=resolution, line=LINE, prepare=prepare)
+
+
+def walk_layout(f: int) -> Layout:
+    """The forward walk's chain over `f` bytes, ready for its chases."""
+    return sequential_layout(f // LINE, LINE).ready()
+
+
+def layout_key(f: int) -> tuple:
+    return ("memory", "sequential_layout", f)
+
+
+def prepare(session: Context, fs: list[int]) -> None:
+    """The walks over `fs` built on a host worker while the GPU chases the current one."""
+    for f in fs:
+        session.runs.ahead(layout_key(f), lambda f=f: walk_layout(f))
 
 
 def point(session: Context, f: int,
@@ -89,14 +105,20 @@ def point(session: Context, f: int,
     (chase.point: its chase kernel, places and warm-up policy, Geometry.sweep_warm: walked
     once in the first launch up to 1.25 x the L2, beyond it no warm-up and the L2 flushed
     after the upload) with the walk's chain, `launches` at every footprint."""
-    return chase.point(session, f, launches, launches,
-                       layout=sequential_layout(f // LINE, LINE))
+    lay = session.runs.take(layout_key(f), lambda: walk_layout(f))
+    return chase.point(session, f, launches, launches, layout=lay)
 
 
 def sweep(session: Context, measure) -> chase.Curve:
-    """The sequential walk at `footprints` (`measure(f)`: a StairPoint)."""
+    """The sequential walk at `footprints` (`measure(f)`: a StairPoint), the next
+    chase.LAYOUTS_AHEAD walks built while the GPU chases."""
     geo = chase.geometry_of(session)
-    return chase.Curve.of_points([measure(f) for f in footprints(geo.sweep(), geo.l2_bytes)])
+    fs = footprints(geo.sweep(), geo.l2_bytes)
+    pts = []
+    for i, f in enumerate(fs):
+        prepare(session, fs[i + 1:i + 1 + chase.LAYOUTS_AHEAD])
+        pts.append(measure(f))
+    return chase.Curve.of_points(pts)
 
 
 def method() -> str:

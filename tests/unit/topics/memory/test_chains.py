@@ -67,8 +67,9 @@ def test_a_chain_touching_fewer_lines_than_intended_is_refused():
 def test_pointers_are_addresses_of_the_next_line():
     lay = chains.random_layout(8192, 128, seed=2)
     base = 0x7F0000000000
-    ptrs = lay.pointers(base)
+    ptrs = base + lay.byte_offsets()
     assert int(ptrs[0]) == base + int(lay.nxt[0]) * 128
+    assert lay.byte_offsets().dtype == np.uint64 and lay.ready() is lay
     assert (lay.word_index() * 8 == np.arange(lay.n) * 128).all()
 
 

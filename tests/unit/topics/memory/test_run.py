@@ -14,7 +14,7 @@ from pytest_gpuchar.results.judge import Measured
 from pytest_gpuchar.session import RunCache
 from pytest_gpuchar.topics.memory import analysis, kernels, rows, run
 from pytest_gpuchar.core.runner import ChainError
-from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, chain_words, staircase_places
+from pytest_gpuchar.topics.memory.chase import ChaseRun, Curve, staircase_places
 
 ARCH = "sm_90"
 FPS = [int(round(4096 * 2 ** (i / 3))) for i in range(49)]
@@ -132,7 +132,7 @@ def test_staircase_points_past_the_l1_take_more_launches(monkeypatch):
     monkeypatch.setattr(chase_mod, "chase", fake_chase)
     buf = SimpleNamespace(nbytes=geo.dram_footprint()[0])
     monkeypatch.setattr(chase_mod, "buffer", lambda session: buf)
-    monkeypatch.setattr(chase_mod, "random_layout", lambda f, line, seed: f)
+    monkeypatch.setattr(chase_mod, "stair_layout", lambda f: f)
     curve = chase_mod.staircase(st)
     assert curve.footprints == geo.sweep() == sorted(asked)
     for f, runs in asked.items():
@@ -292,26 +292,35 @@ def test_fill_row():
     assert "fill model" in run.fill(s, "l1", ARCH).figures[0].unstable
 
 
-@pytest.mark.parametrize("offset", [0, 2 << 20, 6 << 20])
-def test_a_chain_placed_at_an_offset_is_walkable_where_it_lies(offset):
+def _walk_from(buf, base: int, n: int) -> tuple[int, set]:
+    """Follow n pointers through the buffer from `base`: (the address reached, those seen)."""
+    ptr, seen, addr = buf.data.ptr, set(), base
+    for _ in range(n):
+        seen.add(addr)
+        addr = int(buf[(addr - ptr) // 8])
+    return addr, seen
+
+
+def test_a_chain_placed_at_an_offset_is_walkable_where_it_lies(fake_cupy):
     """The words a chain is uploaded to lie at its offset and point within it: walking from
     its base through the buffer visits every pointer once and comes back (the staircase's
     places; a chain written at the buffer's start but based at the offset sent the chase
-    to zeroed words, an illegal address on the GPU)."""
+    to zeroed words, an illegal address on the GPU). A chain placed again after another one
+    is written from its own offsets, not the other's."""
+    s, chase_mod = _chase_session(fake_cupy)
     lay = analysis.random_layout(64 * 1024, rows.LINE, 7)
-    ptr = 0x7F0000000000
-    buf = np.zeros((8 << 20) // 8, dtype=np.uint64)
-    base, words, pointers = chain_words(lay, ptr, offset)
-    buf[words] = pointers
-    assert base == ptr + offset and words.min() * 8 >= offset
-    seen, addr = set(), base
-    for _ in range(lay.n):
-        assert base <= addr < base + lay.footprint
-        seen.add(addr)
-        addr = int(buf[(addr - ptr) // 8])
-    assert addr == base and len(seen) == lay.n
+    other = analysis.random_layout(32 * 1024, rows.LINE, 8)
+    buf = chase_mod.buffer(s)
+    for chain, offset in [(lay, 0), (lay, 2 << 20), (other, 1 << 20), (lay, 3 << 20)]:
+        base = chase_mod._upload(s, chain, offset)
+        assert base == buf.data.ptr + offset
+        end, seen = _walk_from(buf, base, chain.n)
+        assert end == base and len(seen) == chain.n
+        assert all(base <= a < base + chain.footprint for a in seen)
     with pytest.raises(ChainError, match="multiple of 8"):
-        chain_words(lay, ptr, 4)
+        chase_mod._upload(s, lay, 4)
+    with pytest.raises(ChainError, match="exceeds the buffer"):
+        chase_mod._upload(s, lay, buf.nbytes - lay.footprint + 8)
 
 
 # --- the chases on a fake GPU (the real launch stage and Gpu, NumPy in place of CuPy) ---------

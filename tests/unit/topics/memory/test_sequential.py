@@ -75,3 +75,33 @@ def test_the_walk_is_a_forward_single_cycle_one_pointer_a_line():
     lay = sequential_layout(1000, LINE)
     assert lay.walk(0, 1) == 1 and lay.walk(999, 1) == 0
     assert "not a random chase" in sequential.method()
+
+
+def test_the_sweep_builds_the_next_walks_while_one_is_measured(monkeypatch):
+    """Each walk's chain is built on a host worker ahead of its point (the next
+    chase.LAYOUTS_AHEAD), and the point takes it from the run cache, ready to chase."""
+    from types import SimpleNamespace
+
+    from pytest_gpuchar.core.topic import RunCache
+    from pytest_gpuchar.topics.memory import chase
+    dev = SimpleNamespace(l2_bytes=2 * MiB, l1_shared_bytes=256 * 1024,
+                          free_memory_bytes=2**30)
+    s = SimpleNamespace(runs=RunCache(), gpu=SimpleNamespace(dev=dev))
+    geo = chase.geometry_of(s)
+    fps = sequential.footprints(geo.sweep(), geo.l2_bytes)
+    taken = []
+
+    def point(session, f, launches, deep, layout):
+        taken.append((f, layout))
+        return chase.StairPoint(f, 500.0, 1.0, [0], "first")
+    monkeypatch.setattr(chase, "point", point)
+
+    def measure(f):
+        i, ahead = fps.index(f), [g for g in fps if sequential.layout_key(g) in s.runs]
+        assert ahead == fps[max(i, 1):i + 1 + chase.LAYOUTS_AHEAD]   # the first made in place
+        return sequential.point(s, f)
+    curve = sequential.sweep(s, measure)
+    assert curve.footprints == fps == [f for f, _ in taken]
+    for f, lay in taken:
+        assert lay.n == f // LINE and lay._pos is not None and lay._bytes is not None
+        assert sequential.layout_key(f) not in s.runs       # taken, not kept
