@@ -234,18 +234,22 @@ class ClockWindow:
 
 
 def window(rec: np.ndarray) -> ClockWindow:
-    """rec: (warps, REC_WORDS) [clock before, after, globaltimer before, after, smid]."""
+    """rec: (warps, REC_WORDS) [clock before, after, globaltimer before, after, smid]. Per-SM
+    first clock before and last clock after by SM id as an index (no loop over the warps)."""
     r = rec.astype(np.int64)
     dc, dg = r[:, 1] - r[:, 0], r[:, 3] - r[:, 2]
     mhz = float(np.median(dc[dg > 0] / dg[dg > 0] * 1000.0)) if (dg > 0).any() else float("nan")
-    spans, warps = {}, {}
-    for c0, c1, _, _, sm in r.tolist():
-        s = spans.setdefault(sm, [c0, c1])
-        s[0], s[1] = min(s[0], c0), max(s[1], c1)
-        warps[sm] = warps.get(sm, 0) + 1
+    sm = r[:, 4]
+    n = int(sm.max()) + 1
+    warps = np.bincount(sm, minlength=n)
+    lo = np.full(n, np.iinfo(np.int64).max, np.int64)
+    hi = np.full(n, np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(lo, sm, r[:, 0])
+    np.maximum.at(hi, sm, r[:, 1])
+    used = warps > 0
     return ClockWindow(mhz, float(r[:, 3].max() - r[:, 2].min()),
-                  float(statistics.median(b - a for a, b in spans.values())), len(spans),
-                  sorted(set(warps.values())))
+                       float(statistics.median((hi[used] - lo[used]).tolist())),
+                       int(used.sum()), sorted(set(warps[used].tolist())))
 
 
 @dataclass

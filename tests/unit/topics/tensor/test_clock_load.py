@@ -59,6 +59,28 @@ def test_window_and_summary():
     assert s.per_second()[0] == pytest.approx(4 * 1.85e6 * 200 / 1e-3)
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_window_spans_per_sm_as_a_loop_over_the_warps_reads_them(seed):
+    """The per-SM span (last clock after - first clock before), the SM count and the warps
+    per SM, taken over whole arrays by SM id: the same numbers as a loop over the warps, on
+    SM ids with gaps, warps in any order and SMs with different warp counts."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 3000))
+    sm = rng.choice(rng.choice(132, size=int(rng.integers(1, 132)), replace=False), size=n)
+    c0 = rng.integers(10**12, 10**12 + 10**9, size=n)
+    g0 = rng.integers(10**15, 10**15 + 10**9, size=n)
+    rec = np.stack([c0, c0 + rng.integers(0, 10**9, size=n), g0,
+                    g0 + rng.integers(1, 10**9, size=n), sm], axis=1).astype(np.uint64)
+    spans, warps = {}, {}
+    for a, b, _, _, m in rec.astype(np.int64).tolist():
+        lo, hi = spans.get(m, (a, b))
+        spans[m] = (min(lo, a), max(hi, b))
+        warps[m] = warps.get(m, 0) + 1
+    w = cl.window(rec)
+    assert w.sm_cycles == float(np.median([b - a for a, b in spans.values()]))
+    assert w.sms == len(spans) and w.warps_per_sm == sorted(set(warps.values()))
+
+
 def test_work_accounting():
     per_sm, total = run.work(Load.FFMA, 10, 32, 8, 256)
     assert per_sm == 32 * 32 * 10 * 256 * 2 and total == 8 * 256 * 10 * 512
