@@ -416,15 +416,14 @@ class Runner:
         buf[cp.asarray(idx)] = cp.asarray(values)
 
     @staticmethod
-    def scatter_strided(buf, offsets, first: int, every: int, base: int) -> None:
-        """buf[first + i x every] = base + offsets[i] for every i, `offsets` a u64 device
-        array: the word indices and the values made on the device, then scattered as
-        ``scatter`` scatters them (the same kernel over the same two arrays), with no host
-        array made or copied."""
+    def scatter_strided(buf, offsets: np.ndarray, first: int, every: int, base: int) -> None:
+        """buf[first + i x every] = base + offsets[i] for every i: ``scatter`` with the
+        values' base added and the indices made on the device (the same two arrays, made in
+        the same order, and the same kernel), so the host only copies `offsets`."""
         import cupy as cp
-        n = int(offsets.size)
-        idx = cp.arange(first, first + n * every, every, dtype=np.int64)
-        buf[idx] = offsets + np.uint64(base)
+        values = cp.asarray(offsets)
+        values += np.uint64(base)
+        buf[cp.arange(first, first + values.size * every, every, dtype=np.int64)] = values
 
     @staticmethod
     def function_attribute(fn, name: str, code: int) -> int:

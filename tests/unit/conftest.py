@@ -41,7 +41,10 @@ class FakeCupy:
             Event=FakeEvent, get_elapsed_time=lambda a, b: (b.t - a.t) * 1e-3)
 
     def asarray(self, x):
-        return np.asarray(x).view(self.Array)
+        """A host array copied to the 'device' (as CuPy copies it), a device array as is."""
+        if isinstance(x, self.Array):
+            return x
+        return np.array(x).view(self.Array)
 
     def zeros(self, shape, dtype):
         return np.zeros(shape, dtype).view(self.Array)

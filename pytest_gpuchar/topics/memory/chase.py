@@ -86,9 +86,9 @@ def flush_l2(session: Context) -> None:
 
 def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
     """Write `lay`'s pointers into the shared buffer `offset` bytes in (pointer i at byte
-    offset + i x stride, holding the address of pointer nxt[i]): its base address. The
-    chain's byte offsets go to the device once (a staircase point writes its chain at up to
-    STAIRCASE_PLACES offsets), the addresses are made there."""
+    offset + i x stride, holding the address of pointer nxt[i]): its base address. The host
+    sends the chain's byte offsets (made once per chain, ahead: Layout.ready); the addresses
+    and the words they go to are made on the device."""
     buf = buffer(session)
     if offset % 8:
         raise ChainError(f"a chain's offset must be a multiple of 8 bytes, not {offset}")
@@ -96,17 +96,8 @@ def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
         raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
                          f"buffer ({buf.nbytes} B)")
     base = int(buf.data.ptr) + offset
-    Runner.scatter_strided(buf, _on_device(session, lay), offset // 8, lay.stride // 8, base)
+    Runner.scatter_strided(buf, lay.byte_offsets(), offset // 8, lay.stride // 8, base)
     return base
-
-
-def _on_device(session: Context, lay: Layout):
-    """The chain's byte offsets in device memory: the last chain uploaded keeps its copy."""
-    slot = session.runs.once(("memory", "chain_on_device"), dict)
-    if slot.get("layout") is not lay:
-        slot.clear()
-        slot.update(layout=lay, offsets=Runner.to_device(lay.byte_offsets()))
-    return slot["offsets"]
 
 
 def _place(session: Context, probe: kernels.ChaseProbe, lay: Layout, flush: bool,
