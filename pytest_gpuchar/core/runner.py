@@ -416,16 +416,6 @@ class Runner:
         buf[cp.asarray(idx)] = cp.asarray(values)
 
     @staticmethod
-    def scatter_strided(buf, offsets: np.ndarray, first: int, every: int, base: int) -> None:
-        """buf[first + i x every] = base + offsets[i] for every i: ``scatter`` with the
-        values' base added and the indices made on the device (the same two arrays, made in
-        the same order, and the same kernel), so the host only copies `offsets`."""
-        import cupy as cp
-        values = cp.asarray(offsets)
-        values += np.uint64(base)
-        buf[cp.arange(first, first + values.size * every, every, dtype=np.int64)] = values
-
-    @staticmethod
     def function_attribute(fn, name: str, code: int) -> int:
         """A kernel's attribute (registers, static shared bytes): CuPy's `name` where it has
         it, else cuFuncGetAttribute(`code`)."""

@@ -100,6 +100,7 @@ class Layout:
     _order: np.ndarray | None = field(default=None, repr=False)   # visit order from 0
     _pos: np.ndarray | None = field(default=None, repr=False)     # index -> place in it
     _bytes: np.ndarray | None = field(default=None, repr=False)   # nxt x stride, u64
+    _words: np.ndarray | None = field(default=None, repr=False)   # word_index()
 
     @property
     def n(self) -> int:
@@ -110,7 +111,10 @@ class Layout:
         return self.n * self.stride
 
     def word_index(self) -> np.ndarray:
-        return np.arange(self.n, dtype=np.int64) * (self.stride // 8)
+        """The u64 word of the buffer each pointer sits at, from the chain's start."""
+        if self._words is None:
+            self._words = np.arange(self.n, dtype=np.int64) * (self.stride // 8)
+        return self._words
 
     def byte_offsets(self) -> np.ndarray:
         """Pointer i's value less the chain's base: the byte offset of pointer nxt[i] (u64)."""
@@ -120,8 +124,10 @@ class Layout:
 
     def ready(self) -> "Layout":
         """The chain with what a chase reads of it made now (the walk's positions, the
-        pointers' byte offsets): on a host worker, while the GPU chases the chain before."""
+        pointers' words and byte offsets): on a host worker, while the GPU chases the chain
+        before."""
         self.position()
+        self.word_index()
         self.byte_offsets()
         return self
 

@@ -86,9 +86,9 @@ def flush_l2(session: Context) -> None:
 
 def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
     """Write `lay`'s pointers into the shared buffer `offset` bytes in (pointer i at byte
-    offset + i x stride, holding the address of pointer nxt[i]): its base address. The host
-    sends the chain's byte offsets (made once per chain, ahead: Layout.ready); the addresses
-    and the words they go to are made on the device."""
+    offset + i x stride, holding the address of pointer nxt[i]): its base address. The word
+    indices and the addresses come from the chain's own (made once per chain, ahead:
+    Layout.ready), moved to the offset."""
     buf = buffer(session)
     if offset % 8:
         raise ChainError(f"a chain's offset must be a multiple of 8 bytes, not {offset}")
@@ -96,7 +96,7 @@ def _upload(session: Context, lay: Layout, offset: int = 0) -> int:
         raise ChainError(f"chain of {lay.footprint} B at offset {offset} exceeds the "
                          f"buffer ({buf.nbytes} B)")
     base = int(buf.data.ptr) + offset
-    Runner.scatter_strided(buf, lay.byte_offsets(), offset // 8, lay.stride // 8, base)
+    Runner.scatter(buf, lay.word_index() + offset // 8, lay.byte_offsets() + np.uint64(base))
     return base
 
 
