@@ -403,13 +403,6 @@ class Runner:
         return cp.asarray(np.ascontiguousarray(values))
 
     @staticmethod
-    def arange(n: int, dtype):
-        """The device array 0, 1, ..., n - 1 of `dtype`, made on the device (not on the host
-        and copied)."""
-        import cupy as cp
-        return cp.arange(n, dtype=dtype)
-
-    @staticmethod
     def full(shape, value, dtype):
         """A device array of `shape` filled with `value` (NaN: an output never written)."""
         import cupy as cp

@@ -94,7 +94,7 @@ def buffers(load: Load, probe: cl.LoadProbe, blocks: int, threads: int) -> Buffe
         f, m = Runner.to_device(fill), Runner.to_device(meta)
         return Buffers(lambda rec, it: (rec, res, f, m, np.uint32(it)), [res, f, m])
     if load is Load.HBM:
-        data = Runner.arange(cl.STREAM_WORDS16 * 4, np.uint32)     # 256 MiB
+        data = Runner.to_device(np.arange(cl.STREAM_WORDS16 * 4, dtype=np.uint32))
         return Buffers(lambda rec, it: (rec, res, data, np.uint32(it)), [res, data])
     slots = next(iter(probe.inputs.values())) if probe.inputs else []
     words = np.frombuffer(values.input_buffer(slots), np.uint8)
