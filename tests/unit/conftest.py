@@ -49,9 +49,6 @@ class FakeCupy:
     def zeros(self, shape, dtype):
         return np.zeros(shape, dtype).view(self.Array)
 
-    def arange(self, *args, **kw):
-        return np.arange(*args, **kw).view(self.Array)
-
 
 @pytest.fixture
 def need_offline_tools():

@@ -309,6 +309,7 @@ def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured
     def measure(f: int) -> chase.StairPoint:
         return _once(session, ("sequential", f), lambda: sequential.point(session, f))
     sw = _once(session, ("sequential_sweep",), lambda: sequential.sweep(session, measure))
+
     def prepare(fs: list) -> None:  # the bisection's next walks built while the GPU chases
         sequential.prepare(session, [f for f in fs if f and ("memory", "sequential", f)
                                      not in session.runs])

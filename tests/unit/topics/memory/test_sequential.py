@@ -103,5 +103,6 @@ def test_the_sweep_builds_the_next_walks_while_one_is_measured(monkeypatch):
     curve = sequential.sweep(s, measure)
     assert curve.footprints == fps == [f for f, _ in taken]
     for f, lay in taken:
-        assert lay.n == f // LINE and lay._pos is not None and lay._bytes is not None
+        assert lay.n == f // LINE and lay._pos is not None
+        assert lay._words is not None and lay._bytes is not None
         assert sequential.layout_key(f) not in s.runs       # taken, not kept
