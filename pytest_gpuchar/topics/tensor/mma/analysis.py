@@ -156,7 +156,6 @@ def fit_point(raw: Raw, *, warps: int, ilp: int, work: float, steps: int) -> Swe
                       tuple(sorted(raw)), steps, "; ".join(lat_why))
 
 
-
 @dataclass(frozen=True)
 class FitSpec:
     """How one launch set's clocks become its sweep point: fit_point's arguments, and the

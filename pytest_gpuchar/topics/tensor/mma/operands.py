@@ -138,13 +138,13 @@ def inputs(p: Operands, threads: int, seed: int = 0x7E45,
     return buf, p.fill(rng)
 
 
-
 def of_probes(probes: list) -> dict:
     """Every launch set's operands of these TensorProbes by (probe name, threads, kernel
     key): what `inputs` gives each, made at once (ahead, in a worker process:
     topics/tensor/mma/run.py)."""
     return {(p.name, threads, key): inputs(p, threads, key=key)
             for p in probes for threads, key in p.launches()}
+
 
 def ldmatrix_fill(ilp: int) -> np.ndarray:
     """Shared words for the ldmatrix pointer chase: chain c owns 32 rows of 16 B at c*512;
