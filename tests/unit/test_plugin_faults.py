@@ -75,6 +75,26 @@ def test_a_bad_expectation_file_is_one_usage_error_before_any_test(pytester, no_
     assert "passed" not in result.stdout.str()
 
 
+def test_without_gpu_arch_the_collected_archs_files_are_validated_before_any_test(
+        pytester, no_gpu):
+    """No GPU and no --gpu-arch: the run covers every arch with a file, and validates the
+    files of the archs its tests are parametrised with, after the collection; a run whose
+    tests take no arch reads none (session.validate_expectations)."""
+    root = pytester.path / "expectations"
+    root.mkdir()
+    (root / "sm_80.yaml").write_text("schema: 2\narch: sm_80\ncharacteristics:\n"
+                                     "  latency.x:\n\tvalue: 4\n")
+    pytester.makepyfile(test_arch="def test_a(arch): pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "bad expectation file:" in err and "sm_80.yaml:5:" in err
+    assert "passed" not in result.stdout.str()
+    (pytester.path / "test_arch.py").unlink()
+    pytester.makepyfile(test_other="def test_b(): pass\n")
+    assert pytester.runpytest("-p", "no:cacheprovider").ret == 0
+
+
 def test_an_empty_gpu_arch_is_a_usage_error(pytester):
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest("--gpu-arch=")
