@@ -27,6 +27,16 @@ def board_markdown(boards: list[dict]) -> list[str]:
     return out
 
 
+def dumps(doc: dict) -> str:
+    """A report document as gpuchar-results.json writes it: each result on one line of its own,
+    the rest indented. An indent throughout sends json through its pure-Python encoder: 1,190
+    results took 0.10 s of the run's end that way, 0.02 s a line each (the C encoder)."""
+    parts = [f"{json.dumps(k)}: [\n" + ",\n".join(json.dumps(r) for r in v) + "\n]"
+             if k == "results" and isinstance(v, list) else f"{json.dumps(k)}: "
+             f"{json.dumps(v, indent=1)}" for k, v in doc.items()]
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 class Recorder:
     def __init__(self) -> None:
         self.results: list[Result] = []
@@ -93,7 +103,7 @@ class Recorder:
         # each file whole or as it was: a run killed while writing leaves no half report for
         # the next night to read as its previous run
         jpath = directory / "gpuchar-results.json"
-        atomic_write(jpath, json.dumps(doc, indent=1, sort_keys=False))
+        atomic_write(jpath, dumps(doc))
         mpath = directory / "gpuchar-summary.md"
         atomic_write(mpath, self.markdown())
         return jpath, mpath, write_report(doc, directory, self.generations)

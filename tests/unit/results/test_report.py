@@ -118,6 +118,23 @@ def test_recorder_write(tmp_path):
     assert row.count("|") == 10
 
 
+def test_the_results_json_has_a_result_a_line_and_reads_back_whole(tmp_path):
+    rec = Recorder()
+    rec.meta.update({"device": "A100", "archs": ["sm_80"]})
+    for v in (4.4, 9.0, float("nan")):
+        rec.add(_judge(v))
+    rec.add_artifact("a.png", "a curve", "test_a")
+    jpath, _, _ = rec.write(tmp_path / "out")
+    text = jpath.read_text()
+    doc = json.loads(json.dumps(rec.to_json(), default=str))
+    assert json.loads(text) == json.loads(json.dumps(doc))      # NaN read back as NaN
+    lines = text.splitlines()
+    start = lines.index('"results": [')
+    assert [json.loads(ln.rstrip(","))["value"] for ln in lines[start + 1:start + 3]] == \
+        [4.4, 9.0]
+    assert lines[start + 3].startswith('{"key": ') and lines[start + 4] == "],"
+
+
 def test_a_report_write_that_fails_leaves_the_previous_report(tmp_path, monkeypatch):
     """A run killed while writing its report leaves the previous night's files whole (the
     next nightly reads them as its previous run), and no half-written file."""
