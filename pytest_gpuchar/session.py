@@ -232,11 +232,10 @@ class GpuCharSession:
         bad one is a usage error naming file:line:key (not one error per test). The run's
         archs are the one asked for (--gpu-arch) or found (the GPU), validated at the
         session's start; a run without either covers every arch with an expectations file,
-        and validates those its collected tests are parametrised with, after the collection
-        (a run of other tests reads none: each of the unit tests' ~100 pytest runs in
-        subprocesses spent about 0.3 s of CPU parsing all 34 files). A controller of
-        pytest-xdist workers validates them all at its start, before any worker starts; its
-        workers of such a run read the files as their tests need them."""
+        and validates those its collected tests are parametrised with, after the collection:
+        a run of other tests (a user's own suite, the unit tests' pytest runs) parses none.
+        A controller of pytest-xdist workers validates them all at its start, before any
+        worker starts; its workers of such a run read the files as their tests need them."""
         from .results.expectations import ExpectationError
         for arch in archs:
             try:
@@ -433,9 +432,9 @@ class GpuCharSession:
     def pytest_terminal_summary(self, terminalreporter):
         """syrupy's "Unused snapshot detection is disabled (--snapshot-disable-unused). This is
         not recommended." names an option the user never gave (on the command line or in an
-        ini's addopts) when this session turned the detection off (a test failed: snapshots_kept, said in the gpuchar summary) or syrupy
-        did (an interrupted run under pytest-xdist): it is left out, with syrupy's heading when
-        nothing else is under it."""
+        ini's addopts) when this session turned the detection off (a test failed:
+        snapshots_kept, said in the gpuchar summary) or syrupy did (an interrupted run under
+        pytest-xdist): it is left out, with syrupy's heading when nothing else is under it."""
         if self.is_worker or self.user_disabled_unused:
             return (yield)
         tr = terminalreporter
