@@ -17,6 +17,7 @@ from enum import Enum
 import numpy as np
 
 from ....core import loop, ptx, sass
+from ....core.fit import per_sm_spans
 from ....core.loop import LOOP_CONTROL, LoopVerdict, verify_loop
 from ....core.probe import Probe
 from ....core.ptx import Clock, Kernel, Registers
@@ -234,22 +235,15 @@ class ClockWindow:
 
 
 def window(rec: np.ndarray) -> ClockWindow:
-    """rec: (warps, REC_WORDS) [clock before, after, globaltimer before, after, smid]. Per-SM
-    first clock before and last clock after by SM id as an index (no loop over the warps)."""
+    """rec: (warps, REC_WORDS) [clock before, after, globaltimer before, after, smid]; the
+    per-SM spans as every timed probe's (core.fit.per_sm_spans)."""
     r = rec.astype(np.int64)
     dc, dg = r[:, 1] - r[:, 0], r[:, 3] - r[:, 2]
     mhz = float(np.median(dc[dg > 0] / dg[dg > 0] * 1000.0)) if (dg > 0).any() else float("nan")
-    sm = r[:, 4]
-    n = int(sm.max()) + 1
-    warps = np.bincount(sm, minlength=n)
-    lo = np.full(n, np.iinfo(np.int64).max, np.int64)
-    hi = np.full(n, np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(lo, sm, r[:, 0])
-    np.maximum.at(hi, sm, r[:, 1])
-    used = warps > 0
+    spans = per_sm_spans(r[:, [0, 1, 4]])
     return ClockWindow(mhz, float(r[:, 3].max() - r[:, 2].min()),
-                       float(statistics.median((hi[used] - lo[used]).tolist())),
-                       int(used.sum()), sorted(set(warps[used].tolist())))
+                       float(statistics.median(b for b, _ in spans.values())), len(spans),
+                       sorted({w for _, w in spans.values()}))
 
 
 @dataclass
