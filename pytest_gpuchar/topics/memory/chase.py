@@ -290,17 +290,30 @@ def layout_key(f: int) -> tuple:
     return ("memory", "stair_layout", f)
 
 
+def chains_ahead(session: Context, fs: list[int], key, make) -> None:
+    """The chains over footprints `fs` (`make(f)`) built on a host worker while the GPU chases
+    the current one, kept under `key(f)` for the point that takes them."""
+    for f in fs:
+        session.runs.ahead(key(f), lambda f=f: make(f))
+
+
+def sweep_ahead(session: Context, fs: list[int], measure, key, make) -> Curve:
+    """`measure(f)` (a StairPoint) at every footprint of `fs`, the next LAYOUTS_AHEAD points'
+    chains built ahead (chains_ahead)."""
+    pts = []
+    for i, f in enumerate(fs):
+        chains_ahead(session, fs[i + 1:i + 1 + LAYOUTS_AHEAD], key, make)
+        pts.append(measure(f))
+    return Curve.of_points(pts)
+
+
 def staircase(session: Context, launches: Bounds = SWEEP_LAUNCHES,
               deep_launches: Bounds = STAIRCASE_LAUNCHES) -> Curve:
     """The cache staircase: a point (``point``) at every footprint of Geometry.sweep(), the
-    next LAYOUTS_AHEAD points' chains built on the host while the GPU chases."""
-    fs = geometry_of(session).sweep()
-    pts = []
-    for i, f in enumerate(fs):
-        for g in fs[i + 1:i + 1 + LAYOUTS_AHEAD]:
-            session.runs.ahead(layout_key(g), lambda g=g: stair_layout(g))
-        pts.append(point(session, f, launches, deep_launches))
-    return Curve.of_points(pts)
+    next points' chains built while the GPU chases (sweep_ahead)."""
+    return sweep_ahead(session, geometry_of(session).sweep(),
+                       lambda f: point(session, f, launches, deep_launches), layout_key,
+                       stair_layout)
 
 
 def fill_sweep(session: Context, launches: Bounds = SWEEP_LAUNCHES) -> Curve:

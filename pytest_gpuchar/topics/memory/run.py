@@ -198,9 +198,9 @@ def staircase_knees(session: Context, artifact) -> tuple[Curve, dict]:
     sw: Curve = _once(session, ("staircase",), lambda: chase.staircase(session))
 
     def prepare(fs: list) -> None:     # bisection points' chains built while the GPU chases
-        for f in fs:
-            if f and ("memory", "point", f) not in session.runs:
-                session.runs.ahead(chase.layout_key(f), lambda f=f: chase.stair_layout(f))
+        chase.chains_ahead(session, [f for f in fs if f and ("memory", "point", f)
+                                     not in session.runs],
+                           chase.layout_key, chase.stair_layout)
 
     def make() -> dict:
         lv = levels(sw.footprints, sw.latency)
@@ -311,8 +311,9 @@ def _l2_sequential(session: Context, chased: Bisection | str | None) -> Measured
     sw = _once(session, ("sequential_sweep",), lambda: sequential.sweep(session, measure))
 
     def prepare(fs: list) -> None:  # the bisection's next walks built while the GPU chases
-        sequential.prepare(session, [f for f in fs if f and ("memory", "sequential", f)
-                                     not in session.runs])
+        chase.chains_ahead(session, [f for f in fs if f and ("memory", "sequential", f)
+                                     not in session.runs],
+                           sequential.layout_key, sequential.walk_layout)
     b = _once(session, ("sequential_knee",), lambda: sequential.knee(
         sw.footprints, sw.latency, lambda f: measure(f).latency, prepare=prepare))
     if isinstance(b, str):

@@ -93,12 +93,6 @@ def layout_key(f: int) -> tuple:
     return ("memory", "sequential_layout", f)
 
 
-def prepare(session: Context, fs: list[int]) -> None:
-    """The walks over `fs` built on a host worker while the GPU chases the current one."""
-    for f in fs:
-        session.runs.ahead(layout_key(f), lambda f=f: walk_layout(f))
-
-
 def point(session: Context, f: int,
           launches: Bounds = STAIRCASE_LAUNCHES) -> chase.StairPoint:
     """The forward walk over `f` bytes: the staircase's point
@@ -110,15 +104,11 @@ def point(session: Context, f: int,
 
 
 def sweep(session: Context, measure) -> chase.Curve:
-    """The sequential walk at `footprints` (`measure(f)`: a StairPoint), the next
-    chase.LAYOUTS_AHEAD walks built while the GPU chases."""
+    """The sequential walk at `footprints` (`measure(f)`: a StairPoint), the next walks built
+    while the GPU chases (chase.sweep_ahead)."""
     geo = chase.geometry_of(session)
-    fs = footprints(geo.sweep(), geo.l2_bytes)
-    pts = []
-    for i, f in enumerate(fs):
-        prepare(session, fs[i + 1:i + 1 + chase.LAYOUTS_AHEAD])
-        pts.append(measure(f))
-    return chase.Curve.of_points(pts)
+    return chase.sweep_ahead(session, footprints(geo.sweep(), geo.l2_bytes), measure,
+                             layout_key, walk_layout)
 
 
 def method() -> str:
