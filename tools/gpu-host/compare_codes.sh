@@ -2,8 +2,8 @@
 # Two checkouts of the suite on one GPU, one after the other: the hardware suite of OLD, then
 # of NEW (each installed into its own /tmp/code-*, run from inside its own tree against its own
 # snapshots and expectations, --gpuchar-report and a JUnit XML), then every figure compared
-# (compare_figures.py: old and new value, spreads, within the larger spread + 1%?) with each
-# topic's wall and GPU-busy time. $OUT gets: summary.txt, compare.md, compare.json, old.tgz,
+# (compare_figures.py: old and new value, spreads, within the larger spread + 1%?, and would the
+# nightly gate call the move a change?) with each topic's wall and GPU-busy time. $OUT gets: summary.txt, compare.md, compare.json, old.tgz,
 # new.tgz (the reports), logs.tgz.
 #
 # Usage: bash tools/gpu-host/compare_codes.sh OLD NEW_DIR [GPU_INDEX]
@@ -61,7 +61,7 @@ run() {   # run <name> <tree>
   echo "GPU $GPU: $(tail -1 "$LOGS/nvidia-smi.txt")"
   run old "$OLD"
   run new "$NEW"
-  PYTHONPATH=/tmp/site python3 "$HERE/compare_figures.py" "$OUT/old/gpuchar-results.json" \
+  PYTHONPATH="$NEW:/tmp/site" python3 "$HERE/compare_figures.py" "$OUT/old/gpuchar-results.json" \
     "$OUT/new/gpuchar-results.json" --old-junit "$OUT/old.xml" --new-junit "$OUT/new.xml" \
     --old-tree "$OLD" --new-tree "$NEW" --out "$OUT/compare"
   echo "compare: exit $? (0: every figure within its spread + 1%; see compare.md)"

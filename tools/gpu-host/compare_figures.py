@@ -1,7 +1,10 @@
 """Compare every figure of two gpuchar reports of the same board (two checkouts of the suite
 run one after the other on one GPU): old value, new value, their spreads, and whether the new
-value lies within the larger spread plus 1% of the old value; the statuses; each topic's wall
-time (and GPU-busy time where the report has it). Not the product: the GPU-host harness.
+value lies within the larger spread plus 1% of the old value; beside it, whether the nightly
+gate would call the move a change (the old run as the board's history, the new result's own
+noise model: results/changes.gate_move); the statuses; each topic's wall time (and GPU-busy
+time where the report has it). Not the product: the GPU-host harness (the suite's package
+must be importable: compare_codes.sh puts the new tree first on PYTHONPATH).
 
 Usage: python3 compare_figures.py OLD.json NEW.json [--old-junit X.xml --new-junit Y.xml
        --old-tree DIR --new-tree DIR] [--out compare]   (writes compare.md and compare.json)
@@ -17,6 +20,8 @@ import sys
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
+
+from pytest_gpuchar.results import changes
 
 REL = 0.01          # the 1% beside the spread
 
@@ -51,9 +56,21 @@ def scale(result: dict, value: float) -> float:
     return 1.0 + abs(value) if relative_error(result) else abs(value)
 
 
+def gate(old: dict, new: dict) -> tuple[str, float | None]:
+    """The nightly gate's question about the new run, the old run as the board's one earlier
+    night: "change" or "no change" and the limit (gate.change: the figure's within-board
+    noise from its expectation's `noise`, or the fallback rule without one); "-" where the
+    gate does not ask (a model's relative error: its cycles are asked)."""
+    move = changes.gate_move(new, [float(old["value"])], previous=old)
+    if move is None:
+        return "-", None
+    return ("change" if move.moved else "no change"), move.limit
+
+
 def compare_one(old: dict | None, new: dict | None) -> dict:
     """One figure: values, spreads, |difference|, the allowance (larger spread + 1% of the
-    old value, `scale`) and the verdict: same, within, OUTSIDE, or only-old / only-new / no-value."""
+    old value, `scale`) and the verdict: same, within, OUTSIDE, or only-old / only-new /
+    no-value; and the nightly gate's verdict on the move (`gate`)."""
     row = {"old": None if old is None else old.get("value"),
            "new": None if new is None else new.get("value"),
            "old_spread": None if old is None else old.get("spread"),
@@ -73,6 +90,7 @@ def compare_one(old: dict | None, new: dict | None) -> dict:
     allowance = spread + REL * scale(old, a)
     row.update(diff=b - a, allowance=allowance)
     row["verdict"] = "same" if a == b else "within" if abs(b - a) <= allowance else "OUTSIDE"
+    row["gate"], row["gate_limit"] = gate(old, new)
     return row
 
 
@@ -113,15 +131,18 @@ def _f(v, fmt="{:.4g}") -> str:
 
 
 def markdown(rows: dict, times: list, old: dict, new: dict) -> str:
-    counts = defaultdict(int)
+    counts, gated = defaultdict(int), defaultdict(int)
     for r in rows.values():
         counts[r["verdict"]] += 1
+        gated[r.get("gate") or "-"] += 1
     mo, mn = old.get("meta", {}), new.get("meta", {})
     out = ["# Old code against new code, one board", "",
            f"- old: {mo.get('device', '?')} {mo.get('uuid', '')}, wall {mo.get('wall_s')} s",
            f"- new: {mn.get('device', '?')} {mn.get('uuid', '')}, wall {mn.get('wall_s')} s",
            "- verdicts: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
-           f"- within: |new - old| <= max(old spread, new spread) + {REL:.0%} of |old|", "",
+           f"- within: |new - old| <= max(old spread, new spread) + {REL:.0%} of |old|",
+           "- the nightly gate, the old run as the board's history: " + ", ".join(
+               f"{k} {v}" for k, v in sorted(gated.items())), "",
            "## Time by topic (s)", "",
            "| topic | old wall | new wall | new hardware wall | new GPU busy |",
            "|---|---|---|---|---|"]
@@ -130,11 +151,13 @@ def markdown(rows: dict, times: list, old: dict, new: dict) -> str:
     order = {"OUTSIDE": 0, "no-value": 1, "only-old": 2, "only-new": 3, "within": 4, "same": 5}
     out += ["", "## Every figure (outside first)", "",
             "| arch | key | old | new | old spread | new spread | diff | allowance | verdict | "
-            "status old -> new |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "gate limit | gate | status old -> new |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for (arch, key), r in sorted(rows.items(), key=lambda kv: (order[kv[1]["verdict"]], kv[0])):
         out.append(f"| {arch} | {key} | {_f(r['old'])} | {_f(r['new'])} | {_f(r['old_spread'])} "
                    f"| {_f(r['new_spread'])} | {_f(r.get('diff'))} | {_f(r.get('allowance'))} | "
-                   f"{r['verdict']} | {r['old_status']} -> {r['new_status']} |")
+                   f"{r['verdict']} | {_f(r.get('gate_limit'))} | {r.get('gate', '')} | "
+                   f"{r['old_status']} -> {r['new_status']} |")
     return "\n".join(out) + "\n"
 
 
@@ -158,9 +181,12 @@ def main(argv=None) -> int:
         {"figures": {f"{arch} {key}": r for (arch, key), r in rows.items()},
          "times": times}, indent=1))
     bad = [k for k, r in rows.items() if r["verdict"] in ("OUTSIDE", "no-value", "only-old")]
+    moved = [k for k, r in rows.items() if r.get("gate") == "change"]
     print(f"{len(rows)} figures: {len(bad)} outside their spread + {REL:.0%} or lost; "
           f"old wall {old.get('meta', {}).get('wall_s')} s, new wall "
           f"{new.get('meta', {}).get('wall_s')} s")
+    print(f"the nightly gate: {len(moved)} a change"
+          + (": " + ", ".join(k for _, k in moved[:8]) if moved else ""))
     return 1 if bad else 0
 
 

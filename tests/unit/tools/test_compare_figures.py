@@ -71,3 +71,26 @@ def test_a_comparison_is_written(tmp_path):
     assert "| sm_90 | memory.latency.l1 | 33 | 33.1 |" in md and "within" in md
     assert json.loads((tmp_path / "cmp.json").read_text())["figures"][
         "sm_90 memory.latency.l1"]["verdict"] == "within"
+
+
+def noisy(key, value, spread, run, exact=False, unit="cycles"):
+    return {**r(key, value, spread), "unit": unit,
+            "noise": {"run": run, "board": 190.0, "exact": exact, "grid": False}}
+
+
+def test_the_gate_judges_a_move_by_the_figures_run_noise():
+    """GPU-a675949f's cluster barrier c2: 338.0 -> 328.4 cycles, outside its spreads + 1%
+    (6.1) and no change for the nightly gate (its run noise 4.9 cycles: 5.06 x 4.9 x sqrt 2);
+    an exact cycle count that moves one cycle is a change for the gate and within for the
+    spreads + 1% once 1% of it passes a cycle."""
+    got = cf.compare_one(noisy("movement.cluster.barrier.c2", 338.0, 2.741, 4.9),
+                         noisy("movement.cluster.barrier.c2", 328.4, 2.759, 4.9))
+    assert (got["verdict"], got["gate"]) == ("OUTSIDE", "no change")
+    assert got["gate_limit"] == pytest.approx(5.06 * 4.9 * 2 ** 0.5, rel=0.01)
+    exact = cf.compare_one(noisy("tensor.wgmma.x", 128.0, 0.0, 0.0, exact=True),
+                           noisy("tensor.wgmma.x", 129.0, 0.0, 0.0, exact=True))
+    assert (exact["verdict"], exact["gate"]) == ("within", "change")
+    # a model's relative error is not asked (its cycles are); no noise model: the fallback 1%
+    err = {**r("bsp.mm.x.error", 0.01, 0.001), "unit": "ratio"}
+    assert cf.compare_one(err, {**err, "value": 0.02})["gate"] == "-"
+    assert cf.compare_one(r("k", 100.0), r("k", 101.5))["gate"] == "change"
