@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -22,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pytest_gpuchar.results import changes
+from pytest_gpuchar.results.finite import number
 
 REL = 0.01          # the 1% beside the spread
 
@@ -35,10 +35,6 @@ def figures(report: dict) -> dict[tuple[str, str], dict]:
     """(arch, key) -> result, the figures of a report (one GPU)."""
     return {(r["arch"], r["key"]): r for r in report.get("results", [])
             if r.get("status") not in ("info",)}
-
-
-def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and math.isfinite(float(v)) else None
 
 
 def relative_error(result: dict) -> bool:
@@ -81,12 +77,12 @@ def compare_one(old: dict | None, new: dict | None) -> dict:
     if old is None or new is None:
         row["verdict"] = "only-new" if old is None else "only-old"
         return row
-    a, b = _num(old.get("value")), _num(new.get("value"))
+    a, b = number(old.get("value")), number(new.get("value"))
     if a is None or b is None:
         row["verdict"] = "same" if old.get("value") == new.get("value") or (
             a is None and b is None) else "no-value"
         return row
-    spread = max(_num(old.get("spread")) or 0.0, _num(new.get("spread")) or 0.0)
+    spread = max(number(old.get("spread")) or 0.0, number(new.get("spread")) or 0.0)
     allowance = spread + REL * scale(old, a)
     row.update(diff=b - a, allowance=allowance)
     row["verdict"] = "same" if a == b else "within" if abs(b - a) <= allowance else "OUTSIDE"
