@@ -44,7 +44,6 @@ code, and the board's latest run in it is the previous run.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
 import re
@@ -98,15 +97,12 @@ except Exception as e:
 print(json.dumps(out))
 """
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
 
 def clock_snapshot(env: dict) -> dict:
     """Device, driver, the board as NVML reads it and the measured SM clock (a short busy
     loop) in a fresh process; none where `env` has the detection find no GPU before CUDA."""
     if why := device.disabled(env):
-        return {"no_gpu": why, "time": _now()}
+        return {"no_gpu": why, "time": nvml.now()}
     try:
         p = subprocess.run([sys.executable, "-c", CLOCK_PROBE], capture_output=True, text=True,
                            timeout=120, env=env)
@@ -114,7 +110,7 @@ def clock_snapshot(env: dict) -> dict:
             "error": p.stderr.strip()[-300:]}
     except (OSError, subprocess.SubprocessError, json.JSONDecodeError) as e:
         info = {"error": f"{type(e).__name__}: {e}"}
-    return {**info, "time": _now()}
+    return {**info, "time": nvml.now()}
 
 
 def end_snapshot(before: dict, env: dict) -> dict:
@@ -122,7 +118,7 @@ def end_snapshot(before: dict, env: dict) -> dict:
     reason stamped now (no second process: the night's pytest says why there was none)."""
     if "no_gpu" not in before:
         return clock_snapshot(env)
-    return {"no_gpu": before["no_gpu"], "probed": "at the start only (no GPU)", "time": _now()}
+    return {"no_gpu": before["no_gpu"], "probed": "at the start only (no GPU)", "time": nvml.now()}
 
 
 def throttling(before: dict, after: dict) -> list[str]:
@@ -491,7 +487,7 @@ def run(args) -> int:
         counts[r.get("status", "")] = counts.get(r.get("status", ""), 0) + 1
     doc = {
         "schema": 1,
-        "date": _now(),
+        "date": nvml.now(),
         "exit": code, "verdict": EXIT_TEXT[code], "static_only": bool(args.static_only),
         "measured_nothing": nothing or None,
         "pytest_exit": proc.returncode, "pytest_command": cmd[1:], "wall_s": wall,

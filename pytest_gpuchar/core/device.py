@@ -7,7 +7,6 @@ NVML when the device is detected (``DeviceInfo.board``, see nvml.py).
 """
 from __future__ import annotations
 
-import datetime as _dt
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,7 +73,7 @@ class DeviceInfo:
              "driver": self.driver, "cuda_driver_api": self.cuda_driver_api,
              "cuda_runtime": self.cuda_runtime, "ptxas": ptxas,
              "sm_clock_max_mhz": self.sm_clock_max_mhz,
-             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+             "date": nvml.now()}
         p.update(extra)
         return p
 

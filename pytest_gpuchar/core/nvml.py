@@ -28,6 +28,12 @@ REASONS = [("nvmlClocksEventReasonGpuIdle", "GPU idle"),
 IDLE = "GPU idle"
 
 
+def now() -> str:
+    """The time now, UTC, to the second (ISO 8601): how a board's state, its provenance and a
+    night are dated."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
 def reason_names(mask: int, lib=None) -> list[str]:
     """The names of the bits set in a clock-event reason mask (unknown bits by value)."""
     if lib is None:
@@ -115,7 +121,7 @@ def _library():
 def read(uuid: str = "", pci_bus_id: str = "", index: int | None = None, lib=None) -> dict:
     """The board state of one GPU now (see the module's docstring); {"skipped": why} when NVML
     cannot say. `lib`: pynvml (default) or a stand-in."""
-    when = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    when = now()
     try:
         lib = lib if lib is not None else _library()
         lib.nvmlInit()
@@ -277,17 +283,17 @@ class ProcessWatch:
         return self
 
     def _loop(self) -> None:
-        import datetime as dt
         while not self._stop.is_set():
             procs = compute_processes(self.uuid, lib=self.lib)
             if isinstance(procs, str):
                 self.why_not = procs
                 return
             mine = _descendants(self.own)
-            now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+            seen_at = now()
             for p in procs:
                 if p["pid"] not in mine:
-                    self.seen.setdefault(p["pid"], {**p, "first_seen": now})["last_seen"] = now
+                    first = self.seen.setdefault(p["pid"], {**p, "first_seen": seen_at})
+                    first["last_seen"] = seen_at
             self._stop.wait(self.period)
 
     def stop(self) -> list[dict]:
