@@ -6,7 +6,7 @@
 # (speed_table.py), and each run's phases (phases.py: start-up, collection, tests, the end).
 # With GPUCHAR_OLD_PATCH (a patch from this tree back to the old code, see
 # compare_codes.sh) the old code's and this code's hardware suites are then compared figure by
-# figure (compare_codes.sh: every figure within its spread + 1%?).
+# figure (compare_codes.sh: every figure within its spread + 1%? a change for the nightly gate?).
 # Bytecode (GPUCHAR_BYTECODE): `kept` (the default) runs the command as on a user's machine
 # after its first run: pip compiles what it installs and Python keeps the bytecode of what it
 # imports. This lent machine sets PYTHONDONTWRITEBYTECODE and install.sh installs with
