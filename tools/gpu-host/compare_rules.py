@@ -12,10 +12,13 @@ within-board noise from its expectation). Not the product: the GPU-host harness'
   the gate asks about its cycles, not about it.
 
 The comparisons are read from compare_figures.py's markdown (values to 4 significant digits;
-the difference column, also 4 digits, gives the new value), the noise models and units from a
-report of the suite's current expectations (each result's `noise`, as the nightly reads them).
+the difference column, also 4 digits, gives the new value), each figure's noise model and
+unit from the expectation files as they are now (the device section of the board's model,
+as a run's results carry them to the nightly), so a change of the noise model is judged on
+the same comparisons.
 
-Usage: python3 compare_rules.py REPORT.json[.gz] COMPARE.md... [--out rules.md]
+Usage: python3 compare_rules.py COMPARE.md... [--arch sm_90] [--root EXPECTATIONS_DIR]
+       [--out rules.md]
 """
 from __future__ import annotations
 
@@ -44,13 +47,14 @@ def _parse(text: str) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def read_md(path: Path) -> tuple[str, list[tuple[str, dict, dict]]]:
-    """(board, [(key, old result, new result)]) of a compare_figures.py markdown: the figures
-    with a number on both sides; statuses as written."""
-    board, rows, table = "", [], False
+def read_md(path: Path) -> tuple[str, str, list[tuple[str, dict, dict]]]:
+    """(model, board, [(key, old result, new result)]) of a compare_figures.py markdown: the
+    figures with a number on both sides; statuses as written."""
+    model, board, rows, table = "", "", [], False
     for line in path.read_text().splitlines():
         if line.startswith("- new:"):
             board = next((w for w in line.split() if w.startswith("GPU-")), "").rstrip(",")
+            model = line[len("- new:"):].split(" GPU-")[0].strip()
         if line.startswith(HEADER):
             table = True
             continue
@@ -67,13 +71,19 @@ def read_md(path: Path) -> tuple[str, list[tuple[str, dict, dict]]]:
                            "status": status[0]},
                      {"arch": arch, "key": key, "value": b, "spread": _parse(sn),
                       "status": status[-1]}))
-    return board, rows
+    return model, board, rows
 
 
-def noise_models(report: dict) -> dict[str, dict]:
-    """key -> {"unit", "noise"} of the report's results."""
-    return {r["key"]: {"unit": r.get("unit", ""), "noise": r.get("noise")}
-            for r in report.get("results", []) if r.get("key")}
+def noise_models(arch: str, model: str, root: Path | None = None) -> dict[str, dict]:
+    """key -> {"unit", "noise"}: each figure's expectation for `model` (its device section,
+    else the arch level) in the expectation files under `root` (the package's default)."""
+    from pytest_gpuchar.results import expectations
+    exp = expectations.Store(root).load(arch)
+    if exp is None:
+        raise SystemExit(f"compare_rules: no expectation files for {arch}")
+    keys = set(exp.characteristics) | set(exp.devices.get(model, {}))
+    return {k: {"unit": e.unit, "noise": e.noise()} for k in keys
+            if (e := exp.get(k, model)) is not None}
 
 
 def with_model(r: dict, model: dict) -> dict:
@@ -95,18 +105,21 @@ def judged(key: str, model: dict) -> bool:
     return not (model.get("unit") == "ratio" and key.endswith(".error"))
 
 
-def evaluate(report: dict, paths: list[Path]) -> dict:
-    models = noise_models(report)
+def evaluate(paths: list[Path], arch: str = "sm_90", root: Path | None = None) -> dict:
+    by_model: dict[str, dict[str, dict]] = {}
     out = {"comparisons": [], "caught": {}, "exact": Counter(), "no_model": set()}
     caught = {m: Counter() for m in MOVES}
     for path in paths:
-        board, rows = read_md(path)
+        name, board, rows = read_md(path)
+        if name not in by_model:
+            by_model[name] = noise_models(arch, name, root)
+        models = by_model[name]
         flagged = {"issue": [], "gate": []}
         for key, old, new in rows:
             model = models.get(key)
-            if model is None:
+            if model is None:           # judged as the nightly judges it: the fallback rule
                 out["no_model"].add(key)
-                continue
+                model = {"unit": "", "noise": None}
             o, n = with_model(old, model), with_model(new, model)
             issue, gate = flags(o, n)
             if issue:
@@ -133,12 +146,13 @@ def _pct(k: int, n: int) -> str:
     return f"{k}/{n} ({100 * k / n:.1f}%)" if n else "-"
 
 
-def markdown(res: dict, report_name: str) -> str:
+def markdown(res: dict, arch: str) -> str:
     lines = ["# The old/new comparison's two rules, judged on the comparisons made", "",
-             f"Noise models and units: `{report_name}` (each result's `noise`). The issue's "
-             "rule: within when |new - old| <= the larger spread + 1% of |old|. The gate's: "
-             "no change when |new - old| <= its change limit with the old run as the one "
-             "earlier night (`results/gate.change`).", "",
+             f"Noise models and units: the {arch} expectation files as they are now (the "
+             "board's model's section). The issue's rule: within when |new - old| <= the "
+             "larger spread + 1% of |old|. The gate's: no change when |new - old| <= its "
+             "change limit with the old run as the one earlier night (`results/gate.change`).",
+             "",
              "## Figures flagged in each comparison", "",
              "| file | board | figures | issue's rule | the gate | flagged by the issue's rule "
              "| flagged by the gate |", "|---|---|---:|---:|---:|---|---|"]
@@ -161,19 +175,21 @@ def markdown(res: dict, report_name: str) -> str:
         lines.append(f"| one cycle, exact cycle figures | {e['n']} | {_pct(e['issue'], e['n'])}"
                      f" | {_pct(e['gate'], e['n'])} |")
     if res["no_model"]:
-        lines += ["", f"Not in the report (left out): {len(res['no_model'])} keys, e.g. "
+        lines += ["", f"No expectation (no noise model: the gate's fallback rule, 1% or a "
+                  f"run's spread; unit unknown): {len(res['no_model'])} keys, e.g. "
                   + ", ".join(sorted(res["no_model"])[:5])]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("report", type=Path)
     ap.add_argument("compare", type=Path, nargs="+")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--root", type=Path, help="the expectation files (default: the package's)")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    res = evaluate(cf.read(a.report), a.compare)
-    text = markdown(res, a.report.name)
+    res = evaluate(a.compare, a.arch, a.root)
+    text = markdown(res, a.arch)
     if a.out:
         a.out.write_text(text)
     else:
