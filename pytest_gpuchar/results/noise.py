@@ -18,6 +18,11 @@ turns into bounds.
   repeat); their noise is zero and a one-cycle move is a move.
 - **Modes**: the distinct values boards settle on, where the values fall in separated groups
   (a cluster's barrier latency takes 46, 55, 59 or 63 cycles depending on where its CTAs land).
+- **Ratios** (`RATIOS`: a load's sustained SM clock over the idle clock): a ratio moves with
+  its denominator, and a run whose idle clock reads low moves every load's ratio at once,
+  so a ratio's within-board sigma is never narrower, relative to its value, than its
+  denominator's (H200 GPU-9631e13c: the idle clock 1980 -> 1971 MHz, within its own noise of
+  8 MHz, moved the ffma ratio 1.000 -> 1.004, seven of its own sigmas of 0.00056).
 - **Placement figures** (cluster barriers, distributed shared memory, TMA multicast): where a
   cluster's CTAs land is a property of each die's floorswept layout, and the H100 and the H200
   carry the same GH100 die with 132 SMs, so their samples are pooled across the models of one
@@ -41,6 +46,8 @@ CONFIDENCE = 0.90           # sigma's upper confidence bound, and the tolerance 
 TAIL = 2.0                  # the largest move seen is taken as this many sigmas of a move
 PLACEMENT = ("movement.cluster.", "movement.dsm.", "movement.tma.multicast.",
              "movement.tma.separate.")
+# a ratio's key and the key of its denominator
+RATIOS = ((re.compile(r"^(tensor\.clock_load)\.\w+\.sm_clock_vs_idle$"), r"\1.idle.sm_clock_mhz"),)
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ class Figure:
     peers: dict[str, list[float]] = field(default_factory=dict)   # other models of the die
     spreads: list[float] = field(default_factory=list)             # abs, per own result
     family_move: float = 0.0    # the largest relative move of its family (attach_families)
+    denominator_rel: float = 0.0    # a ratio's denominator's relative sigma (attach_families)
 
     # --- the sample -------------------------------------------------------------------------
     @cached_property
@@ -120,12 +128,14 @@ class Figure:
     def sigma_run(self) -> float | None:
         """The within-board run-to-run sigma (absolute), at its upper confidence bound and
         never below the largest move of its family over TAIL x sqrt 2 (no sampled move of the
-        probe beyond TAIL sigmas: the moves' tails are heavier than a normal's); None when
-        nothing says how much a board moves (single runs without a spread)."""
+        probe beyond TAIL sigmas: the moves' tails are heavier than a normal's), nor, for a
+        ratio, below its denominator's sigma relative to its value; None when nothing says
+        how much a board moves (single runs without a spread)."""
         own = _sigma(self.moves(), self.spreads)
         if own is None:
             return None
-        return max(own, abs(self.center) * self.family_move / (TAIL * math.sqrt(2)))
+        return max(own, abs(self.center) * self.family_move / (TAIL * math.sqrt(2)),
+                   abs(self.center) * self.denominator_rel)
 
     def relative_moves(self) -> list[float]:
         return [abs(b - a) / abs(a) for vs in self.boards.values()
@@ -180,7 +190,8 @@ def family(key: str) -> str:
 
 def attach_families(figs: dict[str, Figure]) -> dict[str, Figure]:
     """Set each figure's `family_move`: the largest relative move between two runs of one
-    board over its family's figures."""
+    board over its family's figures; then each ratio's `denominator_rel`: its denominator's
+    sigma_run over the denominator's center (`RATIOS`)."""
     tails: dict[str, float] = {}
     for key, f in figs.items():
         if not f.key.endswith(".error"):       # a model's error near zero moves by its whole
@@ -189,6 +200,13 @@ def attach_families(figs: dict[str, Figure]) -> dict[str, Figure]:
                 tails[family(key)] = max(tails.get(family(key), 0.0), max(m))
     for key, f in figs.items():
         f.family_move = tails.get(family(key), 0.0)
+    for key, f in figs.items():
+        f.denominator_rel = 0.0
+        for pattern, denominator in RATIOS:
+            d = figs.get(pattern.sub(denominator, key)) if pattern.match(key) else None
+            sigma = d.sigma_run if d is not None and d.center else None
+            if sigma is not None:
+                f.denominator_rel = sigma / abs(d.center)
     return figs
 
 

@@ -51,6 +51,29 @@ def test_an_exact_figure_has_no_noise_and_flags_a_one_cycle_move():
     assert not b.conforms(301.0) and b.conforms(300.2)
 
 
+def test_a_ratio_is_never_quieter_than_its_denominator():
+    """The sustained clock under a load over the idle clock: where the sample's boards moved
+    both clocks together, the ratio barely moved; its within-board sigma is still at least
+    the idle clock's, relative to their values (GPU-9631e13c: the idle clock alone read
+    1980 -> 1971 MHz, within its noise, and moved the ratio seven of its own sigmas)."""
+    idle, ratio = "tensor.clock_load.idle.sm_clock_mhz", "tensor.clock_load.ffma.sm_clock_vs_idle"
+    clocks = {"a": [1980.0, 1972.0], "b": [1975.0, 1983.0], "c": [1990.0, 1990.0]}
+    ratios = fleet({b: [1.0, 1.00001] for b in clocks}, key=ratio, unit="ratio")
+    both = ratios + fleet(clocks, key=idle, unit="MHz")
+    figs = noise.figures(both, "sm_90", "M")
+    rel = figs[idle].sigma_run / figs[idle].center
+    assert rel > 0.002 and figs[ratio].denominator_rel == pytest.approx(rel)
+    assert figs[ratio].sigma_run == pytest.approx(rel * figs[ratio].center)
+    b = gate.derive(figs[ratio])
+    assert not gate.change(1.0042, [1.0], sigma_run=b.sigma_run, unit="ratio",
+                           exact=False).moved
+    # without its denominator in the sample, a ratio keeps the noise of its own moves
+    alone = noise.figures(ratios, "sm_90", "M")[ratio]
+    assert alone.denominator_rel == 0.0 and alone.sigma_run < 1e-3
+    assert gate.change(1.0042, [1.0], sigma_run=gate.derive(alone).sigma_run, unit="ratio",
+                       exact=False).moved
+
+
 def test_chi2_and_tolerance_factors():
     assert noise.chi2_quantile(0.5, 10) == pytest.approx(9.342, rel=0.01)
     assert noise.chi2_quantile(0.1, 20) == pytest.approx(12.443, rel=0.01)
