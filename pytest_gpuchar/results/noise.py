@@ -21,8 +21,8 @@ turns into bounds.
 - **Ratios** (`RATIOS`: a load's sustained SM clock over the idle clock): a ratio moves with
   its denominator, and a run whose idle clock reads low moves every load's ratio at once,
   so a ratio's within-board sigma is never narrower, relative to its value, than its
-  denominator's (H200 GPU-9631e13c: the idle clock 1980 -> 1971 MHz, within its own noise of
-  8 MHz, moved the ffma ratio 1.000 -> 1.004, seven of its own sigmas of 0.00056).
+  denominator's: a sample whose boards moved both clocks together gives the ratio a sigma
+  that one idle clock reading low, within its own noise, exceeds many times (docs/nightly.md).
 - **Placement figures** (cluster barriers, distributed shared memory, TMA multicast): where a
   cluster's CTAs land is a property of each die's floorswept layout, and the H100 and the H200
   carry the same GH100 die with 132 SMs, so their samples are pooled across the models of one

@@ -54,7 +54,7 @@ def test_an_exact_figure_has_no_noise_and_flags_a_one_cycle_move():
 def test_a_ratio_is_never_quieter_than_its_denominator():
     """The sustained clock under a load over the idle clock: where the sample's boards moved
     both clocks together, the ratio barely moved; its within-board sigma is still at least
-    the idle clock's, relative to their values (GPU-9631e13c: the idle clock alone read
+    the idle clock's, relative to their values (on one H200 the idle clock alone read
     1980 -> 1971 MHz, within its noise, and moved the ratio seven of its own sigmas)."""
     idle, ratio = "tensor.clock_load.idle.sm_clock_mhz", "tensor.clock_load.ffma.sm_clock_vs_idle"
     clocks = {"a": [1980.0, 1972.0], "b": [1975.0, 1983.0], "c": [1990.0, 1990.0]}

@@ -79,7 +79,7 @@ def noisy(key, value, spread, run, exact=False, unit="cycles"):
 
 
 def test_the_gate_judges_a_move_by_the_figures_run_noise():
-    """GPU-a675949f's cluster barrier c2: 338.0 -> 328.4 cycles, outside its spreads + 1%
+    """A cluster barrier c2 on one H200: 338.0 -> 328.4 cycles, outside its spreads + 1%
     (6.1) and no change for the nightly gate (its run noise 4.9 cycles: 5.06 x 4.9 x sqrt 2);
     an exact cycle count that moves one cycle is a change for the gate and within for the
     spreads + 1% once 1% of it passes a cycle."""
