@@ -181,8 +181,9 @@ def main(argv=None) -> int:
     print(f"{len(rows)} figures: {len(bad)} outside their spread + {REL:.0%} or lost; "
           f"old wall {old.get('meta', {}).get('wall_s')} s, new wall "
           f"{new.get('meta', {}).get('wall_s')} s")
-    print(f"the nightly gate: {len(moved)} a change"
-          + (": " + ", ".join(k for _, k in moved[:8]) if moved else ""))
+    print(f"the nightly gate, the old run as the board's last night: {len(moved)} of "
+          f"{len(rows)} figures moved" + (": " + ", ".join(k for _, k in moved[:8])
+                                          if moved else ""))
     return 1 if bad else 0
 
 
