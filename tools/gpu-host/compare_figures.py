@@ -21,6 +21,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from pytest_gpuchar.results import changes
+from pytest_gpuchar.results.gate import one_sided
 from pytest_gpuchar.results.finite import number
 
 REL = 0.01          # the 1% beside the spread
@@ -39,8 +40,9 @@ def figures(report: dict) -> dict[tuple[str, str], dict]:
 
 def relative_error(result: dict) -> bool:
     """A model's relative error against a measurement (|predicted - measured| / measured:
-    the Many-BSP predictions' `*.error`, unit ratio), a number near zero."""
-    return result.get("unit") == "ratio" and str(result.get("key", "")).endswith(".error")
+    the Many-BSP predictions' `*.error`, unit ratio), a number near zero: what the gate
+    bounds above only (results/gate.one_sided)."""
+    return one_sided(str(result.get("key", "")), result.get("unit"))
 
 
 def scale(result: dict, value: float) -> float:

@@ -29,13 +29,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from pytest_gpuchar.results.gate import CYCLE_UNITS, one_sided
+
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("compare_figures", HERE / "compare_figures.py")
 cf = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(cf)
 
 MOVES = (0.01, 0.02, 0.05, 0.10)
-CYCLES = ("cycles", "cycles/op")       # a one-cycle move is injected into an exact one
 HEADER = "| arch | key | old | new | old spread | new spread | diff |"
 
 
@@ -101,10 +102,6 @@ def flags(old: dict, new: dict) -> tuple[bool, bool | None]:
     return issue, (None if g in (None, "-") else g == "change")
 
 
-def judged(key: str, model: dict) -> bool:
-    return not (model.get("unit") == "ratio" and key.endswith(".error"))
-
-
 def evaluate(paths: list[Path], arch: str = "sm_90", root: Path | None = None) -> dict:
     by_model: dict[str, dict[str, dict]] = {}
     out = {"comparisons": [], "caught": {}, "exact": Counter(), "no_model": set()}
@@ -126,13 +123,13 @@ def evaluate(paths: list[Path], arch: str = "sm_90", root: Path | None = None) -
                 flagged["issue"].append(key)
             if gate:
                 flagged["gate"].append(key)
-            if not judged(key, model):
+            if one_sided(key, model["unit"]):     # its cycles are asked, not it
                 continue
             for m in MOVES:
                 for sign in (1, -1):
                     i, g = flags(o, {**n, "value": n["value"] * (1 + sign * m)})
                     caught[m].update(n=1, issue=i, gate=bool(g))
-            if (model.get("noise") or {}).get("exact") and model["unit"] in CYCLES:
+            if (model.get("noise") or {}).get("exact") and model["unit"] in CYCLE_UNITS:
                 for step in (1, -1):
                     i, g = flags(o, {**n, "value": n["value"] + step})
                     out["exact"].update(n=1, issue=i, gate=bool(g))
