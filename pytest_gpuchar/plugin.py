@@ -93,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "gpuchar-session")
     _configure_benchmark(config)
     _configure_xdist(config)
+    if config.pluginmanager.has_plugin("syrupy"):
+        from .results.snapshot import sweep_reads_selection_once
+        sweep_reads_selection_once()
 
 
 def _configure_xdist(config: pytest.Config) -> None:

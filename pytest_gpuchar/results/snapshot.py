@@ -106,3 +106,46 @@ class SASSSnapshotExtension(SingleFileSnapshotExtension):
             raise TypeError(f"SASS snapshots take text, not {type(data).__name__}")
         path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(path, data, fsync=False)
+
+
+_SELECTED_ALL = "_gpuchar_selected_all"
+
+
+def sweep_reads_selection_once() -> None:
+    """Make syrupy's unused-snapshot sweep decide once, not once per snapshot file, whether
+    every collected test was selected.
+
+    ``SnapshotReport.selected_all_collected_items`` compares the collected and the selected
+    node ids (two sets of about 15,700 ids in the project's test command) each time it is
+    read, and ``SnapshotReport.unused`` reads it for every snapshot file it looks at (about
+    2,800 here): 12 s of CPU on the pytest-xdist controller after every worker has finished.
+    While ``unused`` runs, neither set changes, so the answer is computed on entering it and
+    read from there; outside it the property is syrupy's own. A syrupy without these two
+    members is left as it is (this changes only how long the sweep takes)."""
+    from syrupy.report import SnapshotReport
+
+    selected = SnapshotReport.__dict__.get("selected_all_collected_items")
+    unused = SnapshotReport.__dict__.get("unused")
+    if not isinstance(selected, property) or not isinstance(unused, functools.cached_property) \
+            or getattr(unused.func, _SELECTED_ALL, False):
+        return
+    compare, sweep = selected.fget, unused.func
+
+    def selected_all_collected_items(self) -> bool:
+        known = self.__dict__.get(_SELECTED_ALL)
+        return compare(self) if known is None else known
+
+    @functools.wraps(sweep)
+    def unused_sweep(self):
+        self.__dict__[_SELECTED_ALL] = compare(self)
+        try:
+            return sweep(self)
+        finally:
+            del self.__dict__[_SELECTED_ALL]
+
+    setattr(unused_sweep, _SELECTED_ALL, True)
+    once = functools.cached_property(unused_sweep)
+    once.__set_name__(SnapshotReport, "unused")
+    SnapshotReport.selected_all_collected_items = property(selected_all_collected_items,
+                                                           doc=selected.__doc__)
+    SnapshotReport.unused = once

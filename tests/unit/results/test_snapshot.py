@@ -91,3 +91,52 @@ def test_a_failed_write_leaves_the_old_snapshot(tmp_path, monkeypatch):
     monkeypatch.undo()
     SASSSnapshotExtension.write_snapshot_collection(snapshot_collection=Coll())
     assert path.read_text() == "NEW\n"
+
+
+def test_the_unused_sweep_compares_the_selection_once_and_still_finds_unused(
+        pytester, monkeypatch):
+    """syrupy's unused-snapshot sweep asked whether every collected test was selected once
+    per snapshot file (here 13, about 2,800 in the project's test command); with the plugin
+    it asks once per sweep, and still reports an unused snapshot and deletes it on
+    --snapshot-update."""
+    import functools
+    from syrupy.report import SnapshotReport
+    from pytest_gpuchar.results.snapshot import sweep_reads_selection_once
+
+    asked = []
+    compare = SnapshotReport.__dict__["selected_all_collected_items"].fget
+    unused = SnapshotReport.__dict__["unused"].func
+    syrupys_sweep = functools.cached_property(getattr(unused, "__wrapped__", unused))
+    syrupys_sweep.__set_name__(SnapshotReport, "unused")
+    monkeypatch.setattr(SnapshotReport, "unused", syrupys_sweep)
+    monkeypatch.setattr(SnapshotReport, "selected_all_collected_items",
+                        property(lambda self: asked.append(1) or compare(self)))
+    sweep_reads_selection_once()
+
+    pytester.makepyfile(test_s="""
+        import pytest
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_kept(sass_snapshot, i):
+            assert f"IADD3 R{i}\\n" == sass_snapshot("ptxas-13.5.37")
+
+        def test_gone(sass_snapshot):
+            assert "EXIT\\n" == sass_snapshot("ptxas-13.5.37")
+    """)
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=13)
+    pytester.makepyfile(test_s="""
+        import pytest
+
+        @pytest.mark.parametrize("i", range(12))
+        def test_kept(sass_snapshot, i):
+            assert f"IADD3 R{i}\\n" == sass_snapshot("ptxas-13.5.37")
+    """)
+    asked.clear()
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["*12 snapshots passed. 1 snapshot unused.*"])
+    assert result.ret == 1 and len(asked) == 1
+    pytester.runpytest("--snapshot-update").stdout.fnmatch_lines(
+        ["*12 snapshots passed. 1 unused snapshot deleted.*"])
+    store = pytester.path / "__sass__" / "ptxas-13.5.37" / "any" / "test_s"
+    assert sorted(p.name for p in store.iterdir()) == sorted(
+        f"test_kept[{i}].sass" for i in range(12))
