@@ -274,13 +274,16 @@ def pytest_runtest_call(item: pytest.Item):
             fixtures.Record(item, state(item.config)).note(Result(
                 f"unmeasurable.{item.name}", _arch_of(item), Status.INFO,
                 test=fixtures.test_id(item), detail=str(e)))
-        pytest.skip(str(e))
+        outcome, why = pytest.skip, str(e)
     except NoFigure as e:
         record = fixtures.Record(item, state(item.config))
         for r in e.notes:
             r.test = r.test or fixtures.test_id(item)
             record.note(r)
-        pytest.xfail(e.reason)
+        outcome, why = pytest.xfail, e.reason
+    # raised outside the except clause: the outcome has no chained exception, whose traceback
+    # pytest would otherwise read line by line from the sources to write the one-line reason
+    outcome(why)
 
 
 @pytest.hookimpl(wrapper=True)
