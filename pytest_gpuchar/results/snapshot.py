@@ -118,7 +118,7 @@ def sweep_reads_selection_once() -> None:
     ``SnapshotReport.selected_all_collected_items`` compares the collected and the selected
     node ids (two sets of about 15,700 ids in the project's test command) each time it is
     read, and ``SnapshotReport.unused`` reads it for every snapshot file it looks at (about
-    2,800 here): 12 s of CPU on the pytest-xdist controller after every worker has finished.
+    2,800 here): 3 to 13 s on the pytest-xdist controller after every worker has finished.
     While ``unused`` runs, neither set changes, so the answer is computed on entering it and
     read from there; outside it the property is syrupy's own. A syrupy without these two
     members is left as it is (this changes only how long the sweep takes)."""
