@@ -107,6 +107,18 @@ def _child_runs(monkeypatch, listing_cache_dir):
 
 
 @pytest.fixture
+def demo_project(tmp_path, monkeypatch) -> Path:
+    """tmp_path as the project of a demo suite the nightly runs: the current directory, with
+    an expectations directory of its own that holds no file (results/expectations.py's
+    default_root). The demos' figures (demo.*) are in no shipped file; with the shipped files
+    each night's report also read all of them for its generations table (about 0.3 s of CPU
+    per night on 2 cores). test_nightly.py's end-to-end nights keep the shipped files."""
+    (tmp_path / "expectations").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
 def write_module():
     """write(path, text): a test module that a child pytest will import, its modification time
     at least a second past the version it replaces. The child runs keep bytecode (the root

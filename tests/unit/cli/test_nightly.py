@@ -351,6 +351,9 @@ def test_end_to_end_exit_codes(tmp_path, monkeypatch, capsys, write_module):
     page = (tmp_path / "n3" / "nightly.html").read_text(encoding="utf-8")   # the same doc
     assert 'data-key="demo.value" data-kind="value"' in page and "(exit 1)" in page
     assert (tmp_path / "n3" / "report" / "index.html").is_file()            # the run's page
+    # the run's report reads the shipped files (no project files here): their generations
+    summary = (tmp_path / "n3" / "report" / "gpuchar-summary.md").read_text()
+    assert "## Generations" in summary and "| sm_80 (" in summary
     # a failing test -> regression
     _suite(write_module, tmp_path, 10.0, ok=False)
     assert n.main(["--out", "n4", "--previous", "n1/nightly.json", *args]) == ch.EXIT_REGRESSION

@@ -51,8 +51,7 @@ def _run_doc(board, *figures):
 
 
 @pytest.fixture
-def night(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def night(demo_project, tmp_path, monkeypatch):
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
 
     def _night(out, *extra):

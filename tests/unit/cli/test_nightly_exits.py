@@ -37,10 +37,9 @@ ARGS = ["test_demo.py", "--", "--gpu-arch=sm_80"]
 
 
 @pytest.fixture
-def night(tmp_path, monkeypatch, capsys, write_module):
+def night(demo_project, tmp_path, monkeypatch, capsys, write_module):
     """night(*args, value=10.0, ok=True) -> (exit code, the lines it printed): the nightly
     on the demo suite, in tmp_path."""
-    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPUCHAR_NO_GPU", raising=False)
 
     def _night(*args, value=10.0, ok=True):

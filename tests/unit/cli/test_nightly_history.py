@@ -26,9 +26,9 @@ def _suite(write, tmp_path, value):
     write(tmp_path / "test_demo.py", textwrap.dedent(SUITE.format(value=value)))
 
 
-def test_nights_are_recorded_and_compared_with_the_boards_last_run(tmp_path, monkeypatch,
-                                                                   capsys, write_module):
-    monkeypatch.chdir(tmp_path)
+def test_nights_are_recorded_and_compared_with_the_boards_last_run(demo_project, tmp_path,
+                                                                   monkeypatch, capsys,
+                                                                   write_module):
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     db = tmp_path / "hist" / "gpuchar-history.sqlite"
     args = ["--history", str(db), "test_demo.py", "--", "--gpu-arch=sm_80"]
