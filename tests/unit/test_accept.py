@@ -1,5 +1,7 @@
 """pytest --snapshot-update on a GPU accepts the measured figures as the new expectations
-(results/accept.py): a faked measured run (pytester, the device faked), no GPU needed."""
+(results/accept.py): a faked measured run (pytester, the device faked), no GPU needed. The
+runs are in-process: the fake's conftest gives back the real device.detect and the fake
+board's claim (core/gpuclaim.py) when its run ends."""
 from __future__ import annotations
 
 import json
@@ -13,7 +15,7 @@ from pytest_gpuchar.results import yamledit
 
 FAKE_GPU = """
 import pytest
-from pytest_gpuchar.core import device
+from pytest_gpuchar.core import device, gpuclaim
 
 FAKE = device.DeviceInfo(0, "FAKE H200", "sm_90", 132, 60 * 2**20, 228 * 1024, 141 * 2**30,
                          1980.0, 1980.0, 2619.0, "580.159.04", "13.0", "13.0")
@@ -25,7 +27,10 @@ def _fake_gpu():
 
 
 def pytest_configure(config):
+    real = device.detect
     device.detect = lambda index=None: FAKE
+    config.add_cleanup(lambda: setattr(device, "detect", real))
+    config.add_cleanup(lambda: gpuclaim.release(FAKE.uuid))
 """
 
 EXPECTED = """\
@@ -92,7 +97,7 @@ def run(pytester):
 
     def _run(*args):
         out = pytester.path / "out"
-        result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--gpuchar-report",
+        result = pytester.runpytest("--gpu-arch=sm_90", "--gpuchar-report",
                                                str(out), "-p", "no:cacheprovider", *args)
         doc = json.loads((out / "gpuchar-results.json").read_text())
         return result, doc, (pytester.path / "expectations" / "sm_90.yaml").read_text()
@@ -165,7 +170,7 @@ def test_no_gpu_touches_no_expectation(pytester):
     pytester.makepyfile(test_hw=TESTS)
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--snapshot-update",
+    result = pytester.runpytest("--gpu-arch=sm_90", "--snapshot-update",
                                            "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*expectations: no hardware figure in this run*no "
                                  "expectation was touched*"])
@@ -252,7 +257,7 @@ def fleet_run(pytester):
 
     def _run(*args):
         from pytest_gpuchar.results import sample as S
-        pytester.runpytest_subprocess("--gpu-arch=sm_90", "-p", "no:cacheprovider",
+        pytester.runpytest("--gpu-arch=sm_90", "-p", "no:cacheprovider",
                                       "--snapshot-update", "-k", "test_ok", *args)
         text = (pytester.path / "expectations" / "sm_90.yaml").read_text()
         return E.parse(text, E.Path("sm_90.yaml")), S.read(sample)
@@ -297,7 +302,7 @@ def test_a_rows_notes_are_recorded_beside_its_figures(pytester):
     pytester.makeconftest(FAKE_GPU)
     pytester.makepyfile(test_hw=NOTED)
     out = pytester.path / "out"
-    result = pytester.runpytest_subprocess("--gpu-arch=sm_90", "--gpuchar-report", str(out),
+    result = pytester.runpytest("--gpu-arch=sm_90", "--gpuchar-report", str(out),
                                            "-p", "no:cacheprovider")
     assert result.ret == 0
     got = {r["key"]: r for r in json.loads((out / "gpuchar-results.json").read_text())[
