@@ -106,6 +106,20 @@ def _child_runs(monkeypatch, listing_cache_dir):
         monkeypatch.delenv(name, raising=False)
 
 
+@pytest.fixture(scope="session")
+def offline_builds(listing_cache_dir):
+    """One core.build.Builds for the tests that assemble a topic's real PTX offline (ptxas +
+    nvdisasm), with this session's listing cache: a warm run reads the listing an earlier run
+    or the static suite stored, keyed by the arch, the PTX and the exact binaries, as the
+    static suite does; an assembly that fails is never kept, so a test of one runs the tools
+    every time. The tests of the assembling itself (test_build.py) keep their own."""
+    from pytest_gpuchar.core.build import Builds
+    from pytest_gpuchar.core.listings import ListingCache
+    builds = Builds(listings=ListingCache(Path(listing_cache_dir)))
+    yield builds
+    builds.close()
+
+
 @pytest.fixture
 def demo_project(tmp_path, monkeypatch) -> Path:
     """tmp_path as the project of a demo suite the nightly runs: the current directory, with

@@ -16,7 +16,6 @@ from pytest_gpuchar.core.loop import verify_loop
 from pytest_gpuchar.core.verify import ProbeInvalid
 
 ARCHS = ["sm_50", "sm_61", "sm_70", "sm_80", "sm_90", "sm_100", "sm_120"]
-OFFLINE = Builds()      # one ptxas + nvdisasm per arch for the module's tests
 
 PRAGMA = '.pragma "nounroll";\n'
 C0 = "mov.u64 %c0, %clock64;\n"
@@ -37,18 +36,18 @@ def variant(kernel: str, name: str) -> str:
     return text.replace(f".entry {smclock.ENTRY}(", f".entry {smclock.ENTRY}_{name}(")
 
 
-def functions(arch: str) -> dict:
+def functions(builds: Builds, arch: str) -> dict:
     """The SASS of the probe's kernel and of every broken variant, one module for `arch`."""
     p = smclock.probe(arch)
     text = p.ptx + "".join("\n" + variant(p.kernels, name) for name in BROKEN)
-    return OFFLINE.offline_module(arch, text, "sm_clock_variants")[1]
+    return builds.offline_module(arch, text, "sm_clock_variants")[1]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_the_clock_probe_verifies_offline(arch, need_offline_tools):
+def test_the_clock_probe_verifies_offline(arch, need_offline_tools, offline_builds):
     need_offline_tools(arch)
     p = smclock.probe(arch)
-    v = p.check(functions(arch))
+    v = p.check(functions(offline_builds, arch))
     # one LCG step per iteration: one IMAD (three XMAD before Volta), plus the counter's add,
     # the compare and the branch
     assert v.ok and v.unit == {op: 1.0 for op in smclock.unit(arch)}
@@ -69,9 +68,10 @@ def test_the_clock_probe_verifies_offline(arch, need_offline_tools):
     ("timer_inside", "globaltimer reads do not enclose the clock reads|found 2|"
                      "unexpected instructions around the loop: .*'CS2UR'"),
 ])
-def test_a_broken_clock_kernel_is_refused(arch, name, why, need_offline_tools):
+def test_a_broken_clock_kernel_is_refused(arch, name, why, need_offline_tools,
+                                          offline_builds):
     need_offline_tools(arch)
-    funcs = functions(arch)
+    funcs = functions(offline_builds, arch)
     p = smclock.probe(arch)
     broken = smclock.probe(arch)
     broken.entries = {1: f"{smclock.ENTRY}_{name}"}
@@ -171,11 +171,12 @@ def test_sm_clock_mhz_takes_the_module_a_session_linked(fake_cupy, need_offline_
     assert unrolling.launched == []
 
 
-def test_the_timer_bracket_is_checked_where_the_loop_is_intact(need_offline_tools):
+def test_the_timer_bracket_is_checked_where_the_loop_is_intact(need_offline_tools,
+                                                               offline_builds):
     """On sm_90 a %globaltimer read moved between the first clock read and the loop leaves
     the loop check nothing to object to (a CS2R is setup): the bracket check refuses it."""
     need_offline_tools("sm_90")
-    funcs = functions("sm_90")
+    funcs = functions(offline_builds, "sm_90")
     broken = smclock.probe("sm_90")
     broken.entries = {1: f"{smclock.ENTRY}_timer_inside"}
     func = broken.sass_of(funcs)

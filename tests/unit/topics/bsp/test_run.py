@@ -99,13 +99,12 @@ class FakeFunction:
         self.shared_size_bytes = kernels.shared_bytes(app)
 
 
-OFFLINE = Builds()      # ptxas once for the module's tests
 STORE = Store()         # the expectation files, loaded once
 
 
 class FakeBuilds:
-    def __init__(self):
-        self.offline = OFFLINE
+    def __init__(self, offline: Builds | None):
+        self.offline = offline or Builds()
         self.linked = []
 
     def jit_groups(self, dev, groups):
@@ -119,11 +118,11 @@ class FakeBuilds:
 
 
 class FakeSession:
-    def __init__(self, wrong=False):
+    def __init__(self, offline: Builds | None = None, wrong=False):
         dev = types.SimpleNamespace(name="NVIDIA H200", arch="sm_90", sm_count=SMS,
                                     shared_per_sm=228 * 1024, l2_bytes=50 * 2 ** 20,
                                     driver="580.0", sm_clock_max_mhz=1980.0)
-        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(), RunCache()
+        self.gpu, self.builds, self.runs = FakeGpu(dev, wrong), FakeBuilds(offline), RunCache()
         self.runner = Runner(self.gpu)
         self.repeats, self.recorder, self.expectations = 7, Recorder(), STORE
 
@@ -140,15 +139,17 @@ def cupy(monkeypatch):
 
 
 @pytest.fixture
-def sm_90_tools(need_offline_tools):
+def sm_90_tools(need_offline_tools, offline_builds):
     """These tests read the kernels' real SASS (ptxas + nvdisasm for sm_90): without the
-    `static` extra they skip with its install line."""
+    `static` extra they skip with its install line. The session's Builds (its listings
+    kept)."""
     need_offline_tools("sm_90")
+    return offline_builds
 
 
 @pytest.mark.parametrize("size_id", ["knn-42764", "mm-320x320x640", "hotspot-512x512"])
 def test_prediction_row(cupy, sm_90_tools, size_id):
-    session = FakeSession()
+    session = FakeSession(sm_90_tools)
     size = BY_ID[size_id]
     row = run.prediction(session, size, "sm_90")
     assert session.gpu.launches == run.repeats(session) + 1 == 6     # 250 us a launch
@@ -189,7 +190,7 @@ def test_prediction_row(cupy, sm_90_tools, size_id):
 def test_without_a_measured_clock_the_max_clock_is_named(cupy, sm_90_tools):
     """The clock probe found invalid (no number): the globaltimer cycles use the board's max
     clock, and the data says so."""
-    session = FakeSession()
+    session = FakeSession(sm_90_tools)
     session.provenance = lambda: {"device": "NVIDIA H200", "sm_count": SMS,
                                   "sm_clock_measured_mhz": None}
     measured = run.prediction(session, BY_ID["knn-42764"], "sm_90").figures[0]
@@ -203,7 +204,7 @@ def test_a_short_kernel_is_launched_more_often(cupy, sm_90_tools):
     warm-up's time, which includes loading the module, does not decide it."""
     times = iter([0.3] + [0.004] * 40)          # ms: the warm-up 300 us, then 4 us
     sys.modules["cupy"].cuda.get_elapsed_time = lambda a, b: next(times)
-    session = FakeSession()
+    session = FakeSession(sm_90_tools)
     kernel = run.measure(session, BY_ID["knn-42764"], "sm_90")
     short = run.SHORT_LAUNCHES.least
     assert session.gpu.launches == short + 1 and kernel.reps == short
@@ -213,14 +214,14 @@ def test_a_short_kernel_is_launched_more_often(cupy, sm_90_tools):
 def test_whole_kernel_cycles_from_the_stamps(cupy, sm_90_tools):
     """KNN at 168 blocks on 132 SMs: SMs 0-35 run two blocks (5000 apart, 4000 + 7 warps
     long), the last one finishing at 5000 + 4007 - 100 after its first entry."""
-    session = FakeSession()
+    session = FakeSession(sm_90_tools)
     m = run.measured(session, BY_ID["knn-42764"], "sm_90")
     assert m.cycles.value == 5000 + 4000 + 7 and m.cycles.spread == 0
     assert m.spans[0].warps == (8, 16) and m.regs == 32 and m.shared == 0
 
 
 def test_a_wrong_output_is_caught(cupy, sm_90_tools):
-    session = FakeSession(wrong=True)
+    session = FakeSession(sm_90_tools, wrong=True)
     row = run.prediction(session, BY_ID["knn-42764"], "sm_90")
     assert len(row.checks) == 1 and "differ from the CPU reference" in row.checks[0]
     assert row.figures[0].unstable == row.checks[0]

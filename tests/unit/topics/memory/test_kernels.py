@@ -8,7 +8,6 @@ import dataclasses
 import pytest
 
 from pytest_gpuchar.core import sass
-from pytest_gpuchar.core.build import Builds
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.topics.memory import kernels, rows, run
 
@@ -104,9 +103,9 @@ def test_bank64_probe_allows_few_side_instructions():
 
 
 @pytest.mark.parametrize("arch", ["sm_90", "sm_80", "sm_61"])
-def test_ptx_builders_assemble_and_verify_offline(arch, need_offline_tools):
+def test_ptx_builders_assemble_and_verify_offline(arch, need_offline_tools, offline_builds):
     need_offline_tools(arch)
-    _, functions = Builds().offline_module(arch, kernels.module_text(arch))
+    _, functions = offline_builds.offline_module(arch, kernels.module_text(arch))
     for p in kernels.suite_probes(arch):
         assert p.check(functions).unit
     # a tampered unit is refused: the same region does not hold a .cg load

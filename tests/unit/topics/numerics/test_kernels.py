@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from pytest_gpuchar.core import sass
-from pytest_gpuchar.core.build import Builds
 from pytest_gpuchar.core.probe import NotApplicable
 from pytest_gpuchar.core.verify import ProbeInvalid
 from pytest_gpuchar.topics.numerics import kernels, reference, rows, run
@@ -148,9 +147,9 @@ def test_probe_check_is_the_tensor_path():
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_ptx_assembles_offline_with_hmma(arch, need_offline_tools):
+def test_ptx_assembles_offline_with_hmma(arch, need_offline_tools, offline_builds):
     need_offline_tools(arch)
-    builds = Builds()
+    builds = offline_builds
     builds.offline_groups(run.groups(arch))
     for p in kernels.probes(arch):
         path = p.check(builds.offline(p).functions).path
