@@ -51,7 +51,7 @@ def report_dir(raw: str | None) -> Path | None:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise _usage("--gpuchar-report", raw, f"cannot be made: {e.strerror or e}: give a "
-                                               f"writable directory") from None
+                                              "writable directory") from None
     return path
 
 

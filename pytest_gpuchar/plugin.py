@@ -177,7 +177,8 @@ def _configure_benchmark(config: pytest.Config) -> None:
         return   # the user chose a storage: keep it
     st = state(config)
     arch = st.requested
-    uses_history = (getattr(opt, "benchmark_autosave", False) or getattr(opt, "benchmark_save", None)
+    uses_history = (getattr(opt, "benchmark_autosave", False)
+                    or getattr(opt, "benchmark_save", None)
                     or getattr(opt, "benchmark_compare", None))
     if arch is None and uses_history:
         dev = st.device

@@ -536,4 +536,3 @@ def xdist_grouping_failed() -> str:
             f"{pytest.__version__} (pytest-xdist#1386): they were handed out one by one, "
             f"so an arch's static checks and a topic's hardware tests ran on several workers "
             f"(every figure is still its own board's; only the compile sharing is lost)")
-

@@ -46,7 +46,7 @@ def alarms_lines(rep: CV.ModelReport) -> list[str]:
 
 def detection_lines(rep: CV.ModelReport) -> list[str]:
     table = CV.detection_table(rep)
-    out = [f"| topic | kind | " + " | ".join(f"+-{s}" for s in SIZES) + " |",
+    out = ["| topic | kind | " + " | ".join(f"+-{s}" for s in SIZES) + " |",
            "|---|---|" + "---:|" * len(SIZES)]
     for (topic, kind), c in sorted(table.items()):
         cells = [_pct(c[f"{s} caught"], c[f"{s} total"]) if c[f"{s} total"] else "-"

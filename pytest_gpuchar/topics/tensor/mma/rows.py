@@ -247,7 +247,7 @@ def _mma(name, table, shape, types, a, b, c, sass, fma, min_arch=80, per_op=1, s
          **kw):
     """A dense mma.sync row; `scale`: the block-scale type (.ue8m0 / .ue4m3), the {e} register
     then holds both operands' scales."""
-    tail = f", {{e}}, {{{{0, 0}}}}, {{e}}, {{{{0, 0}}}}" if scale else ""
+    tail = ", {e}, {{0, 0}}, {e}, {{0, 0}}" if scale else ""
     ptx = (f"mma.sync.aligned.{shape}.row.col.{types}{'.' + scale if scale else ''} "
            f"{{d}}, {{a}}, {{b}}, {{c}}{tail};")
     return TensorRow(name, table, ptx, a, b, c, sass, per_op, fma, min_arch, **kw)
