@@ -56,10 +56,17 @@ python3 "$HERE/speed_table.py" "$OUT" "$RUNS" /tmp/speed-report >> "$OUT/speed.t
 python3 "$HERE/phases.py" /tmp/speed-phases.jsonl /tmp/speed-ends.txt >> "$OUT/speed.txt" 2>&1
 cp /tmp/speed-phases.jsonl.prof.txt "$OUT/phases-prof.txt" 2>/dev/null   # GPUCHAR_PHASES_PROFILE
 if [ -n "${GPUCHAR_OLD_PATCH:-}" ]; then
+  mkdir -p "$OUT/compare"
   OUT="$OUT/compare" bash "$HERE/compare_codes.sh" "$GPUCHAR_OLD_PATCH" . \
-    "${GPUCHAR_DEVICE:-0}" > /dev/null 2>&1
+    "${GPUCHAR_DEVICE:-0}" > "$OUT/compare/compare_codes.log" 2>&1
+  crc=$?
   echo "== old/new comparison (compare_codes.sh)" >> "$OUT/speed.txt"
-  cat "$OUT/compare/summary.txt" >> "$OUT/speed.txt" 2>/dev/null
+  if [ -s "$OUT/compare/summary.txt" ]; then
+    cat "$OUT/compare/summary.txt" >> "$OUT/speed.txt"
+  else   # (e.g. a cmp/old.patch older than the tree: it does not apply in reverse)
+    echo "compare_codes.sh exit $crc, no summary; its last lines:" >> "$OUT/speed.txt"
+    tail -5 "$OUT/compare/compare_codes.log" >> "$OUT/speed.txt"
+  fi
 fi
 cat "$OUT/speed.txt"
 ls -la "$OUT"
