@@ -16,7 +16,8 @@
 # results/ were measured until this option came), an earlier `kept`'s bytecode removed first.
 # $OUT gets: speed.txt (the table), run-<i>.log, run-<i>.xml, report-<i>.tgz, with
 # GPUCHAR_PHASES_PROFILE phases-prof.txt (phases.py's cProfile of the runs' collection and
-# end) and, with a patch, compare/ (compare_codes.sh's summary.txt, compare.md, compare.json, logs).
+# end) and, with a patch, compare/ (compare_codes.sh's summary.txt, compare.md, compare.json,
+# logs, and its own output in compare_codes.log).
 # Usage: bash tools/gpu-host/speed_best_of.sh [pytest args]   (carry .whl/)
 set -u
 OUT=${OUT:-$PWD/gpuchar-out}
