@@ -98,7 +98,7 @@ def run(pytester):
     def _run(*args):
         out = pytester.path / "out"
         result = pytester.runpytest("--gpu-arch=sm_90", "--gpuchar-report",
-                                               str(out), "-p", "no:cacheprovider", *args)
+                                    str(out), "-p", "no:cacheprovider", *args)
         doc = json.loads((out / "gpuchar-results.json").read_text())
         return result, doc, (pytester.path / "expectations" / "sm_90.yaml").read_text()
     return _run
@@ -171,7 +171,7 @@ def test_no_gpu_touches_no_expectation(pytester):
     (pytester.path / "expectations").mkdir()
     (pytester.path / "expectations" / "sm_90.yaml").write_text(EXPECTED)
     result = pytester.runpytest("--gpu-arch=sm_90", "--snapshot-update",
-                                           "-p", "no:cacheprovider")
+                                "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*expectations: no hardware figure in this run*no "
                                  "expectation was touched*"])
     assert (pytester.path / "expectations" / "sm_90.yaml").read_text() == EXPECTED
@@ -258,7 +258,7 @@ def fleet_run(pytester):
     def _run(*args):
         from pytest_gpuchar.results import sample as S
         pytester.runpytest("--gpu-arch=sm_90", "-p", "no:cacheprovider",
-                                      "--snapshot-update", "-k", "test_ok", *args)
+                           "--snapshot-update", "-k", "test_ok", *args)
         text = (pytester.path / "expectations" / "sm_90.yaml").read_text()
         return E.parse(text, E.Path("sm_90.yaml")), S.read(sample)
     return _run
@@ -303,7 +303,7 @@ def test_a_rows_notes_are_recorded_beside_its_figures(pytester):
     pytester.makepyfile(test_hw=NOTED)
     out = pytester.path / "out"
     result = pytester.runpytest("--gpu-arch=sm_90", "--gpuchar-report", str(out),
-                                           "-p", "no:cacheprovider")
+                                "-p", "no:cacheprovider")
     assert result.ret == 0
     got = {r["key"]: r for r in json.loads((out / "gpuchar-results.json").read_text())[
         "results"]}
