@@ -34,8 +34,7 @@ Exit status:
 Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [--static-only]
                        [TESTS...] [-- extra pytest args]
 
-TESTS default to tests/characterisation; test paths after `--` are the night's tests as well
-(not added to the whole suite).
+TESTS default to tests/characterisation; test paths after `--` replace them (never added).
 
 --history TARGET is the history store (results/history.py, docs/history.md): a file path
 (SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
@@ -400,6 +399,11 @@ def night_verdict(changes: list[Change], pytest_exit: int, current: dict,
     return (EXIT_MEASURED_NOTHING, nothing) if nothing else (code, "")
 
 
+def start_suite(cmd: list[str], log, env: dict):
+    """Tonight's pytest process, its output to `log` (the one place it is started)."""
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
 def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
     """Tonight's suite run (its output in pytest.log): its command, the process, the other
     processes NVML saw computing on the GPU meanwhile, and why NVML could not look ("")."""
@@ -411,7 +415,7 @@ def _suite(args, out: Path, report_dir: Path, env: dict, uuid: str = ""):
            "--junitxml", str(out / "junit.xml"), "-o", "gpuchar_history=",
            *(["-m", "static"] if args.static_only else []), *args.pytest_args]
     with open(out / "pytest.log", "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = start_suite(cmd, log, env)
         watch = nvml.ProcessWatch(uuid, proc.pid).start() if uuid else None
         proc.wait()
     others = watch.stop() if watch is not None else []

@@ -154,6 +154,44 @@ def pytester(pytester, monkeypatch):
     return pytester
 
 
+class _FinishedSuite:
+    """What the nightly reads of its suite's process (returncode, pid, wait) for a run made
+    in this process."""
+
+    def __init__(self, returncode: int):
+        self.returncode = returncode
+        self.pid = os.getpid()
+
+    def wait(self) -> int:
+        return self.returncode
+
+
+@pytest.fixture
+def inprocess_nights(pytester, monkeypatch):
+    """The nights of the test run their suite's pytest in this process (pytester's
+    inline_run: the real pytest and plugin, this process's imports), not in a fresh
+    interpreter, which costs about 0.45 s of CPU a night on 2 cores. For the tests of what
+    a night judges (boards, history, previous runs). What needs the process itself (its
+    environment at start-up, a broken CuPy on its path, an interruption, the end-to-end
+    exit codes of test_nightly.py) keeps the real one. The run is made in the directory
+    the night was started in, as the command's is."""
+    from pytest_gpuchar.cli import nightly
+    from pytest_gpuchar.results import html, report   # imported before any inner run:
+    del html, report                                  # its own imports are undone after it
+
+    def start(cmd: list[str], log, env: dict) -> _FinishedSuite:
+        assert cmd[1:3] == ["-m", "pytest"], cmd
+        with monkeypatch.context() as mp:
+            for name in os.environ.keys() - env.keys():
+                mp.delenv(name)
+            for name, value in env.items():
+                mp.setenv(name, value)
+            mp.setattr(sys, "stdout", log)
+            mp.setattr(sys, "stderr", log)
+            ret = pytester.inline_run(*cmd[3:]).ret
+        return _FinishedSuite(int(ret))
+    monkeypatch.setattr(nightly, "start_suite", start)
+
 # --- a real PostgreSQL server for the history store's tests ----------------------------------
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
-"""gpuchar-nightly per board, end to end (pytest in a subprocess, as the nightly runs it): a
-board is compared with its own previous run only. Its first night judges conformance alone
-and exits 0 when the board conforms; a figure new to the suite and a difference from another
-board are notes; a real move of one board is a change."""
+"""gpuchar-nightly per board, end to end (the suite's pytest run in this process:
+conftest.py's inprocess_nights): a board is compared with its own previous run only. Its
+first night judges conformance alone and exits 0 when the board conforms; a figure new to
+the suite and a difference from another board are notes; a real move of one board is a
+change."""
 from __future__ import annotations
 
 import gzip
@@ -13,6 +14,8 @@ import pytest
 from pytest_gpuchar.cli import nightly as n
 from pytest_gpuchar.results import boards as B
 from pytest_gpuchar.results import changes as ch
+
+pytestmark = pytest.mark.usefixtures("inprocess_nights")
 
 H100 = "NVIDIA H100 80GB HBM3"
 BOARD_A = "GPU-aaaaaaaa-1111-2222-3333-444444444444"

@@ -1,7 +1,9 @@
 """gpuchar-nightly's exit codes end to end, as the fault table in docs/nightly.md lists them:
 no GPU, a CuPy that cannot load (a driver upgrade that broke it), a hidden GPU, a broken run,
 no change, changes within tolerance, regressions, and a night that measured nothing. Each
-runs the real command (pytest in a subprocess) on a small suite; no GPU is needed."""
+runs the real command on a small suite; no GPU is needed. The suite's pytest runs in a
+subprocess where the process itself is the case (a CuPy that cannot load, a hidden GPU), in
+this process otherwise (conftest.py's inprocess_nights)."""
 from __future__ import annotations
 
 import json
@@ -34,6 +36,7 @@ def test_on_the_gpu(gpu, record, arch):
 """
 
 ARGS = ["test_demo.py", "--", "--gpu-arch=sm_80"]
+INPROCESS = pytest.mark.usefixtures("inprocess_nights")
 
 
 @pytest.fixture
@@ -67,6 +70,7 @@ def _doc(tmp_path, out):
     return json.loads((tmp_path / out / "nightly.json").read_text())
 
 
+@INPROCESS
 def test_no_gpu_measured_nothing_exit_4_with_the_reason_last(night, tmp_path, monkeypatch):
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     code, lines = night("--out", "n1", *ARGS)
@@ -100,6 +104,7 @@ def test_a_hidden_gpu_measured_nothing(night, monkeypatch):
     assert code == 4 and 'skipped with "hardware: no GPU' in lines[-1]
 
 
+@INPROCESS
 def test_a_previous_nights_figures_do_not_turn_a_gpu_less_night_into_regressions(
         night, tmp_path, monkeypatch):
     """Measured nothing wins over the "missing" regressions every hardware figure of the
@@ -118,12 +123,14 @@ def test_a_previous_nights_figures_do_not_turn_a_gpu_less_night_into_regressions
     assert kinds == {("new", "note", "demo.value")}
 
 
+@INPROCESS
 def test_only_static_tests_selected_is_measured_nothing_unless_static_only(night):
     code, lines = night("--out", "n1", "test_demo.py", "--", "--gpu-arch=sm_80", "-m",
                         "static")
     assert code == 4 and "none was selected" in lines[-1] and "--static-only" in lines[-1]
 
 
+@INPROCESS
 def test_a_static_night_exits_by_the_static_checks(night, tmp_path, monkeypatch):
     """--static-only: the hardware test is deselected (not skipped), the exit is that of the
     static checks (0 here; 1 and 2 against a previous night: test_nightly.py's end-to-end
@@ -139,6 +146,7 @@ def test_a_static_night_exits_by_the_static_checks(night, tmp_path, monkeypatch)
     assert "**Static checks only** (--static-only)" in md
 
 
+@INPROCESS
 def test_a_broken_run_is_exit_3_before_anything_else(night):
     code, lines = night("--out", "n1", "test_demo.py", "--", "--gpu-arch=sm_1")
     assert code == ch.EXIT_BROKEN and "the run broke (exit 3)" in lines[0]
@@ -187,6 +195,7 @@ def test_a_command_line_mistake_is_exit_3_not_2(capsys):
     assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
 
 
+@INPROCESS
 def test_test_paths_after_the_double_dash_are_the_night_s_tests(night, tmp_path):
     """`gpuchar-nightly -- FILE` ran the whole suite and FILE (399 s for a 4 s file; issue 44
     row 4): a test path after `--` replaces the default as TESTS before it do."""

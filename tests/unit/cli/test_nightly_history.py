@@ -1,14 +1,19 @@
 """gpuchar-nightly --history TARGET: each night is recorded into the history store with its
 exit code, the board's latest recorded run is the previous run, and a --history the store
-cannot use (the old history directory, a bad URL) is one error before the night runs."""
+cannot use (the old history directory, a bad URL) is one error before the night runs. The
+nights' suites run in this process (conftest.py's inprocess_nights)."""
 from __future__ import annotations
 
 import json
 import textwrap
 
+import pytest
+
 from pytest_gpuchar.cli import nightly as n
 from pytest_gpuchar.results import changes as ch
 from pytest_gpuchar.results.history import open_history
+
+pytestmark = pytest.mark.usefixtures("inprocess_nights")
 
 SUITE = """
 import pytest
