@@ -325,7 +325,7 @@ def test_n_auto_is_one_worker_per_core_without_a_gpu(pytester, monkeypatch):
     monkeypatch.setenv("GPUCHAR_NO_GPU", "1")
     assert plugin.pytest_xdist_auto_num_workers(pytester.parseconfig()) is None
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_subprocess("-n", "auto")
+    result = pytester.runpytest("-n", "auto")
     assert result.ret == 0
     n = xdist_default(pytester.parseconfig())
     result.stdout.fnmatch_lines([f"*created: {n}/{n} workers*"])

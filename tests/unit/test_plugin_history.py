@@ -73,9 +73,8 @@ def test_replicate_under_xdist_is_one_run_per_gpu_recorded_by_the_controller(pyt
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile(test_boards=BOARDS_TEST)
     db = pytester.path / "history.sqlite"
-    result = pytester.runpytest_subprocess("-n", "2", "--gpuchar-distribute=replicate",
-                                           "--gpu-arch=sm_80", "-o", f"gpuchar_history={db}",
-                                           timeout=120)
+    result = pytester.runpytest("-n", "2", "--gpuchar-distribute=replicate",
+                                "--gpu-arch=sm_80", "-o", f"gpuchar_history={db}")
     assert result.ret == 0, result.stdout.str()[-2000:]
     with open_history(db) as h:
         runs = h.runs()
