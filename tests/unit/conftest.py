@@ -1,6 +1,7 @@
 """Fixtures shared by the unit tests."""
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import types
@@ -176,8 +177,10 @@ def inprocess_nights(pytester, monkeypatch):
     exit codes of test_nightly.py) keeps the real one. The run is made in the directory
     the night was started in, as the command's is."""
     from pytest_gpuchar.cli import nightly
-    from pytest_gpuchar.results import html, report   # imported before any inner run:
-    del html, report                                  # its own imports are undone after it
+    # what the night reads after its run, imported before any: an inner run's own first
+    # imports are undone when it ends (pytester's snapshot of sys.modules)
+    for name in ("html", "report"):
+        importlib.import_module(f"pytest_gpuchar.results.{name}")
 
     def start(cmd: list[str], log, env: dict) -> _FinishedSuite:
         assert cmd[1:3] == ["-m", "pytest"], cmd

@@ -300,7 +300,9 @@ def test_a_dead_worker_ends_the_run_with_what_it_had(pytester, no_gpu):
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile(test_crash=CRASH_TEST)
     out = pytester.path / "report"
-    result = pytester.runpytest("-n", "2", "--gpu-arch=sm_80", "--gpuchar-report", str(out))
+    result = pytester.runpytest_subprocess("-n", "2",
+                                           "--gpu-arch=sm_80", "--gpuchar-report", str(out),
+                                           timeout=120)
     text = result.stdout.str()
     assert result.ret == 1, text[-3000:]
     assert "crashed while running 'test_crash.py::test_row[3]'" in text
@@ -336,8 +338,9 @@ def test_replicate_keeps_the_other_gpus_run_whole_when_one_worker_dies(pytester,
     pytest.importorskip("xdist", reason="pytest-xdist not installed (extra: test)")
     pytester.makepyfile(test_fleet=REPLICATE_TEST)
     out = pytester.path / "report"
-    result = pytester.runpytest("-n", "2", "--gpuchar-distribute=replicate",
-                                "--gpu-arch=sm_80", "--gpuchar-report", str(out))
+    result = pytester.runpytest_subprocess("-n", "2", "--gpuchar-distribute=replicate",
+                                           "--gpu-arch=sm_80", "--gpuchar-report", str(out),
+                                           timeout=120)
     text = result.stdout.str()
     assert result.ret == 1, text[-3000:]
     assert "crashed while running 'test_fleet.py::test_row[3]'" in text
