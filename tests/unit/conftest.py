@@ -195,6 +195,7 @@ def inprocess_nights(pytester, monkeypatch):
         return _FinishedSuite(int(ret))
     monkeypatch.setattr(nightly, "start_suite", start)
 
+
 # --- a real PostgreSQL server for the history store's tests ----------------------------------
 
 @pytest.fixture(scope="session")
