@@ -34,7 +34,7 @@ Exit status:
 Usage: gpuchar-nightly [--out DIR] [--previous PREV.json] [--history TARGET] [--static-only]
                        [TESTS...] [-- extra pytest args]
 
-TESTS default to tests/characterisation; test paths after `--` replace them (never added).
+TESTS default to tests/characterisation; test paths after `--` replace that default.
 
 --history TARGET is the history store (results/history.py, docs/history.md): a file path
 (SQLite) or a database URL (postgresql://...); the night is recorded into it with its exit
